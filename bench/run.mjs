@@ -1,0 +1,555 @@
+// Load benchmark: the built app (dist/main.js) against a bare Fastify baseline, same machine, same run.
+// Usage: npm run bench [-- --only <name[,name]>] [--list] [--json <file>] [--no-baseline]
+// Environment:
+//   BENCH_DURATION      seconds per scenario (default 10)
+//   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
+//   BENCH_CONNECTIONS   concurrent connections (default 10)
+//   BENCH_PIPELINING    requests in flight per connection (default 1)
+//   BENCH_NODE_ENV      NODE_ENV of the app under test (default production)
+//   BENCH_SERVER_CPU, BENCH_CLIENT_CPU   CPUs for servers / load generator when taskset exists
+//                       (default: the first two CPUs this process may use)
+//   BENCH_NO_PIN=1      do not pin anything
+// See bench/README.md for how to read the table.
+import autocannon from 'autocannon';
+import { spawn, spawnSync } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const ADMIN_EMAIL = 'bench-admin@example.com';
+const ADMIN_PASSWORD = 'bench-password-123';
+const READY_TIMEOUT_MS = 60_000;
+
+const { values: args } = parseArgs({
+  options: {
+    only: { type: 'string', multiple: true },
+    list: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    'no-baseline': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+const settings = {
+  duration: positiveNumber('BENCH_DURATION', 10),
+  warmup: positiveNumber('BENCH_WARMUP', 2, true),
+  connections: positiveNumber('BENCH_CONNECTIONS', 10),
+  pipelining: positiveNumber('BENCH_PIPELINING', 1),
+};
+
+/**
+ * The scenarios, in the order they run. Each is
+ *   { name, target: 'bare' | 'app', url, method, headers?, body?, baseline?, check? }
+ * `body` may be an object (sent as JSON) or a string. `check(status, text)` is called on one request
+ * before the load starts and returns an error message or nothing; the default accepts any 2xx.
+ * Add GraphQL scenarios here, e.g.
+ *   { name: 'graphql-user-bearer', target: 'app', method: 'POST', url: `${ctx.app}/graphql`,
+ *     headers: { authorization: `Bearer ${ctx.token}` },
+ *     body: { query: 'query($id: ID!) { user(id: $id) { id name } }', variables: { id: ctx.userId } },
+ *     check: graphqlCheck }
+ */
+function buildScenarios(ctx) {
+  const userPath = `/api/v1/users/${ctx.userId}`;
+  return [
+    {
+      name: 'bare',
+      target: 'bare',
+      baseline: true,
+      method: 'GET',
+      url: `${ctx.bare}${userPath}`,
+    },
+    {
+      name: 'rest-get-user-bearer',
+      target: 'app',
+      method: 'GET',
+      url: `${ctx.app}${userPath}`,
+      headers: { authorization: `Bearer ${ctx.token}` },
+    },
+    {
+      name: 'rest-get-user-api-key',
+      target: 'app',
+      method: 'GET',
+      url: `${ctx.app}${userPath}`,
+      headers: { 'x-api-key': ctx.apiKey },
+    },
+  ];
+}
+
+/** For GraphQL scenarios: HTTP 200 with `errors` is a failure too. */
+export function graphqlCheck(status, text) {
+  if (status < 200 || status > 299) {
+    return `HTTP ${status}`;
+  }
+  const body = JSON.parse(text);
+  if (Array.isArray(body.errors) && body.errors.length > 0) {
+    return `GraphQL errors: ${JSON.stringify(body.errors).slice(0, 300)}`;
+  }
+  return undefined;
+}
+
+// --------------------------------------------------------------------------------------------------
+
+const children = new Set();
+let workDir;
+let keepWorkDir = false;
+
+if (args.help) {
+  const source = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n');
+  const usage = source.slice(
+    0,
+    source.findIndex((l) => !l.startsWith('//')),
+  );
+  console.log(usage.map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  process.exit(0);
+}
+
+process.on('exit', () => {
+  // Last resort: never leave a server behind.
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+    }
+  }
+});
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  keepWorkDir = true;
+  console.error(`\nbench failed: ${error instanceof Error ? error.message : String(error)}`);
+  await cleanup();
+  process.exit(1);
+}
+
+async function main() {
+  // Check --only against the scenario names before starting anything.
+  selectScenarios(buildScenarios({ app: '', bare: '', token: '', apiKey: '', userId: '' }));
+
+  const pin = cpuPinning();
+  if (pin) {
+    const r = spawnSync('taskset', ['-pc', String(pin.client), String(process.pid)], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0) {
+      throw new Error(`taskset -pc ${pin.client} ${process.pid} failed: ${r.stderr}`);
+    }
+    console.log(
+      `pinning: servers on CPU ${pin.server}, load generator (this process) on CPU ${pin.client}`,
+    );
+  } else {
+    console.log('pinning: off (no taskset, fewer than 2 CPUs, or BENCH_NO_PIN=1)');
+  }
+
+  const mainJs = join(ROOT, 'dist', 'main.js');
+  try {
+    readFileSync(mainJs);
+  } catch {
+    throw new Error(`${mainJs} not found: run \`npm run build\` first (npm run bench does)`);
+  }
+
+  workDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
+  const appPort = await freePort();
+  const app = `http://127.0.0.1:${appPort}`;
+
+  // --- the app under test -----------------------------------------------------------------------
+  const appEnv = { ...process.env };
+  delete appEnv.REDIS_URL;
+  Object.assign(appEnv, {
+    NODE_ENV: process.env.BENCH_NODE_ENV ?? 'production',
+    PORT: String(appPort),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: app,
+    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
+    LOG_LEVEL: 'warn',
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    RATE_LIMIT: '100000000',
+  });
+  const appProc = startChild('app', [mainJs], appEnv, pin?.server);
+  await waitReady(appProc, `${app}/health/ready`);
+  console.log(`app ready on ${app} (log: ${appProc.logFile})`);
+
+  // --- data, through the public API --------------------------------------------------------------
+  const tokenRes = await request('POST', `${app}/api/v1/auth/token`, {
+    body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+  });
+  const token = tokenRes.json?.access_token;
+  if (typeof token !== 'string') {
+    throw new Error(
+      `POST /api/v1/auth/token returned no access_token: ${tokenRes.text.slice(0, 300)}`,
+    );
+  }
+  const auth = { authorization: `Bearer ${token}` };
+
+  const userRes = await request('POST', `${app}/api/v1/users`, {
+    headers: auth,
+    body: { name: 'Bench User', email: 'bench-user@example.com' },
+    expect: 201,
+  });
+  const userId = userRes.json?.data?.id;
+  if (typeof userId !== 'string') {
+    throw new Error(`POST /api/v1/users returned no data.id: ${userRes.text.slice(0, 300)}`);
+  }
+
+  const keyRes = await request('POST', `${app}/api/v1/api-keys`, {
+    headers: auth,
+    body: { name: 'bench' },
+    expect: 201,
+  });
+  const apiKey = keyRes.json?.data?.key;
+  if (typeof apiKey !== 'string') {
+    throw new Error(`POST /api/v1/api-keys returned no data.key: ${keyRes.text.slice(0, 300)}`);
+  }
+
+  const userGet = await request('GET', `${app}/api/v1/users/${userId}`, { headers: auth });
+
+  // --- the baseline -------------------------------------------------------------------------------
+  const barePort = await freePort();
+  const bare = `http://127.0.0.1:${barePort}`;
+  const bareProc = startChild(
+    'bare',
+    [join(ROOT, 'bench', 'bare-server.mjs')],
+    {
+      ...process.env,
+      NODE_ENV: 'production',
+      BARE_PORT: String(barePort),
+      BARE_HOST: '127.0.0.1',
+      BARE_USER_ID: userId,
+      BARE_BODY: userGet.text,
+    },
+    pin?.server,
+  );
+  await waitReady(bareProc, `${bare}/health/ready`);
+  const bareGet = await request('GET', `${bare}/api/v1/users/${userId}`);
+  if (bareGet.text !== JSON.stringify(JSON.parse(userGet.text))) {
+    throw new Error('the bare server does not return the same body as the app');
+  }
+  console.log(`bare server ready on ${bare}`);
+
+  // --- scenarios ----------------------------------------------------------------------------------
+  const all = buildScenarios({ app, bare, token, apiKey, userId });
+  if (args.list) {
+    for (const s of all) {
+      console.log(`${s.name}\t${s.method} ${s.url}`);
+    }
+    await cleanup();
+    return;
+  }
+  const scenarios = selectScenarios(all);
+
+  console.log(
+    `\nload: ${settings.connections} connections, pipelining ${settings.pipelining}, ` +
+      `${settings.warmup}s warm-up + ${settings.duration}s per scenario\n`,
+  );
+  const results = [];
+  for (const scenario of scenarios) {
+    await preflight(scenario);
+    if (settings.warmup > 0) {
+      await load(scenario, settings.warmup);
+    }
+    const r = await load(scenario, settings.duration);
+    const row = {
+      scenario: scenario.name,
+      baseline: Boolean(scenario.baseline),
+      reqPerSec: r.requests.average,
+      p50Ms: r.latency.p50,
+      p99Ms: r.latency.p99,
+      total: r.requests.total,
+      non2xx: r.non2xx,
+      errors: r.errors,
+      timeouts: r.timeouts,
+      statusCodes: r.statusCodeStats,
+    };
+    results.push(row);
+    console.log(
+      `  ${row.scenario}: ${fmt(row.reqPerSec, 0)} req/s, p99 ${fmt(row.p99Ms, 0)} ms, ` +
+        `non-2xx ${row.non2xx}, errors ${row.errors}`,
+    );
+  }
+
+  const base = results.find((r) => r.baseline);
+  for (const r of results) {
+    r.ratio = base && base.reqPerSec > 0 ? r.reqPerSec / base.reqPerSec : null;
+  }
+  printTable(results);
+
+  if (args.json) {
+    writeFileSync(
+      resolve(args.json),
+      JSON.stringify({ settings, pinning: pin ?? null, results }, null, 2) + '\n',
+    );
+    console.log(`results written to ${resolve(args.json)}`);
+  }
+
+  const bad = results.filter((r) => r.non2xx > 0 || r.errors > 0 || r.timeouts > 0);
+  keepWorkDir = bad.length > 0;
+  await cleanup();
+  if (bad.length > 0) {
+    for (const r of bad) {
+      console.error(
+        `FAIL ${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts ` +
+          `(status codes: ${JSON.stringify(r.statusCodes)})`,
+      );
+    }
+    process.exit(1);
+  }
+}
+
+// --------------------------------------------------------------------------------------------------
+
+function positiveNumber(name, fallback, allowZero = false) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') {
+    return fallback;
+  }
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !allowZero)) {
+    console.error(
+      `${name} must be a ${allowZero ? 'non-negative' : 'positive'} number, got "${raw}"`,
+    );
+    process.exit(2);
+  }
+  return n;
+}
+
+function selectScenarios(all) {
+  if (!args.only || args.only.length === 0) {
+    return all;
+  }
+  const wanted = new Set(
+    args.only
+      .flatMap((o) => o.split(','))
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  const unknown = [...wanted].filter((name) => !all.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown scenario(s) ${unknown.join(', ')}; known: ${all.map((s) => s.name).join(', ')}`,
+    );
+  }
+  // The baseline always runs (the ratio needs it) unless --no-baseline.
+  return all.filter((s) => wanted.has(s.name) || (s.baseline && !args['no-baseline']));
+}
+
+/** CPUs to pin to, or null. Uses the first two CPUs this process is allowed on. */
+function cpuPinning() {
+  if (process.env.BENCH_NO_PIN === '1') {
+    return null;
+  }
+  const probe = spawnSync('taskset', ['-pc', String(process.pid)], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    return null;
+  }
+  // "pid 123's current affinity list: 0-3,6"
+  const list = probe.stdout.split(':').pop().trim();
+  const cpus = list.split(',').flatMap((part) => {
+    const [a, b] = part.split('-').map(Number);
+    return b === undefined ? [a] : Array.from({ length: b - a + 1 }, (_, i) => a + i);
+  });
+  const server = process.env.BENCH_SERVER_CPU ?? cpus[0];
+  const client = process.env.BENCH_CLIENT_CPU ?? cpus[1];
+  if (server === undefined || client === undefined || String(server) === String(client)) {
+    return null;
+  }
+  return { server: String(server), client: String(client) };
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Start `node <argv>` (pinned with taskset when cpu is given); output goes to a log file. */
+function startChild(name, argv, env, cpu) {
+  const logFile = join(workDir, `${name}.log`);
+  const log = createWriteStream(logFile);
+  const [cmd, cmdArgs] =
+    cpu === undefined
+      ? [process.execPath, argv]
+      : ['taskset', ['-c', String(cpu), process.execPath, ...argv]];
+  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  child.logFile = logFile;
+  child.label = name;
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+async function waitReady(child, url) {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last = 'no answer';
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(
+        `${child.label} exited (${child.exitCode ?? child.signalCode}) before it was ready\n` +
+          tail(child.logFile),
+      );
+    }
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await res.arrayBuffer();
+      if (res.status === 200) {
+        return;
+      }
+      last = `HTTP ${res.status}`;
+    } catch (error) {
+      last = error instanceof Error ? (error.cause?.code ?? error.message) : String(error);
+    }
+    await sleep(200);
+  }
+  throw new Error(
+    `${child.label} not ready at ${url} after ${READY_TIMEOUT_MS / 1000}s (${last})\n${tail(child.logFile)}`,
+  );
+}
+
+function tail(file, lines = 40) {
+  try {
+    const text = readFileSync(file, 'utf8').trimEnd();
+    return `--- last lines of ${file} ---\n${text.split('\n').slice(-lines).join('\n')}`;
+  } catch {
+    return `(no log at ${file})`;
+  }
+}
+
+/** One HTTP request for the setup phase; throws unless the status is `expect` (default: any 2xx). */
+async function request(method, url, { headers = {}, body, expect } = {}) {
+  const init = { method, headers: { accept: 'application/json', ...headers } };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+  const text = await res.text();
+  const ok = expect === undefined ? res.status >= 200 && res.status < 300 : res.status === expect;
+  if (!ok) {
+    throw new Error(
+      `${method} ${new URL(url).pathname} -> ${res.status} (expected ${expect ?? '2xx'}): ${text.slice(0, 300)}`,
+    );
+  }
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+function requestBody(scenario) {
+  if (scenario.body === undefined || typeof scenario.body === 'string') {
+    return scenario.body;
+  }
+  return JSON.stringify(scenario.body);
+}
+
+function requestHeaders(scenario) {
+  const headers = { accept: 'application/json', ...(scenario.headers ?? {}) };
+  if (
+    scenario.body !== undefined &&
+    !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')
+  ) {
+    headers['content-type'] = 'application/json';
+  }
+  return headers;
+}
+
+/** One request before the load: a scenario that cannot succeed once is not worth 10 seconds. */
+async function preflight(scenario) {
+  const res = await fetch(scenario.url, {
+    method: scenario.method ?? 'GET',
+    headers: requestHeaders(scenario),
+    body: requestBody(scenario),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await res.text();
+  const check =
+    scenario.check ?? ((status) => (status >= 200 && status < 300 ? undefined : `HTTP ${status}`));
+  const problem = check(res.status, text);
+  if (problem) {
+    throw new Error(
+      `scenario ${scenario.name}: preflight failed: ${problem}: ${text.slice(0, 300)}`,
+    );
+  }
+}
+
+function load(scenario, duration) {
+  return autocannon({
+    url: scenario.url,
+    method: scenario.method ?? 'GET',
+    headers: requestHeaders(scenario),
+    body: requestBody(scenario),
+    connections: settings.connections,
+    pipelining: settings.pipelining,
+    duration,
+    title: scenario.name,
+  });
+}
+
+function fmt(n, digits) {
+  return typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : '-';
+}
+
+function printTable(results) {
+  // autocannon records latency in whole milliseconds.
+  const header = ['scenario', 'req/s (mean)', 'p99 ms', 'non-2xx', 'errors', 'vs bare'];
+  const rows = results.map((r) => [
+    r.scenario,
+    fmt(r.reqPerSec, 0),
+    r.p99Ms === 0 ? '<1' : fmt(r.p99Ms, 0),
+    String(r.non2xx),
+    String(r.errors),
+    r.ratio === null ? '-' : `${fmt(r.ratio, 2)}x`,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  const line = (cells) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  console.log(`\n${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
+  for (const row of rows) {
+    console.log(line(row));
+  }
+  console.log('');
+}
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return;
+  }
+  const exited = new Promise((done) => child.once('exit', done));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function cleanup() {
+  await Promise.all([...children].map((child) => stopChild(child)));
+  if (workDir) {
+    if (keepWorkDir) {
+      console.error(`logs and database kept in ${workDir}`);
+    } else {
+      rmSync(workDir, { recursive: true, force: true });
+    }
+    workDir = undefined;
+  }
+}
