@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import helmet from '@fastify/helmet';
+import { RequestMethod } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module.js';
+import { HttpExceptionFilter } from './common/http-exception.filter.js';
+import { registerHttpHooks, rewriteUrl } from './common/http-hooks.js';
+import { validationPipe } from './common/validation.js';
+import type { AppConfig } from './config/config.js';
+import { MetricsService } from './metrics/metrics.service.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** `X-Request-Id` taken from the request when well-formed, else generated. */
+function genReqId(req: IncomingMessage): string {
+  const header = req.headers['x-request-id'];
+  const id = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+  (req as IncomingMessage & { id: string }).id = id; // pino-http reads it from here
+  return id;
+}
+
+/** `CORS_ORIGINS` entries, where `http://localhost:*` means any port. */
+export function originAllowed(origin: string, allowed: string[]): boolean {
+  return allowed.some((entry) => {
+    if (entry === '*' || entry === origin) {
+      return true;
+    }
+    if (entry.endsWith(':*')) {
+      const base = entry.slice(0, -2);
+      return origin === base || new RegExp(`^${base.replace(/[.]/g, '\\.')}:\\d{1,5}$`).test(origin);
+    }
+    return false;
+  });
+}
+
+/** Builds the whole application (not listening): used by main.ts and by every test. */
+export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT,
+    genReqId,
+    requestIdHeader: false,
+    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
+    rewriteUrl,
+    return503OnClosing: true,
+  });
+  const fastify = adapter.getInstance();
+  registerHttpHooks(fastify);
+
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  app.flushLogs();
+
+  const metrics = app.get(MetricsService);
+  fastify.addHook('onResponse', (req, reply, done) => {
+    metrics.httpDuration.observe(
+      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: reply.statusCode },
+      reply.elapsedTime / 1000,
+    );
+    done();
+  });
+
+  app.setGlobalPrefix('api/v1', {
+    exclude: [
+      { path: 'health/live', method: RequestMethod.GET },
+      { path: 'health/ready', method: RequestMethod.GET },
+      { path: 'metrics', method: RequestMethod.GET },
+    ],
+  });
+  app.useGlobalFilters(new HttpExceptionFilter());
+  app.useGlobalPipes(validationPipe());
+  app.enableCors({
+    origin: (origin, cb) => cb(null, origin === undefined || originAllowed(origin, config.corsOrigins)),
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'Accept',
+      'Accept-Version',
+      'If-Match',
+      'If-None-Match',
+      'X-API-Key',
+      'X-Request-Id',
+      'apollo-require-preflight',
+      'apollographql-client-name',
+      'apollographql-client-version',
+    ],
+    exposedHeaders: [
+      'ETag',
+      'Link',
+      'Location',
+      'X-Request-Id',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      'Retry-After',
+      'WWW-Authenticate',
+    ],
+    credentials: true,
+    maxAge: 600,
+    strictPreflight: false,
+    optionsSuccessStatus: 200,
+  });
+  await app.register(helmet, {
+    // Swagger UI needs inline scripts and styles; the JSON API itself serves no HTML.
+    contentSecurityPolicy: {
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'", "'unsafe-inline'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+      },
+    },
+    crossOriginEmbedderPolicy: false,
+  });
+
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Atrium resource API')
+      .setDescription('Users, orders, posts, rooms and messages. See README.md for the rules.')
+      .setVersion('1')
+      .addServer(config.publicUrl)
+      .addBearerAuth()
+      .addBasicAuth()
+      .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key' }, 'api_key')
+      .build(),
+  );
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+
+  app.enableShutdownHooks();
+  await app.init();
+  return app;
+}

@@ -1,0 +1,114 @@
+import { Injectable } from '@nestjs/common';
+import { isAdmin, type Caller } from '../caller.js';
+import { roleAtLeast, type Role } from '../role.js';
+import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
+import { isId, newId, nowIso } from '../../common/ids.js';
+import { parseListQuery, type Page } from '../../common/list-query.js';
+import { DatabaseService } from '../../database/database.service.js';
+import { TokenService } from '../token.service.js';
+import type { CreateApiKeyInput } from './api-key.inputs.js';
+
+export interface ApiKey {
+  id: string;
+  user_id: string;
+  name: string;
+  prefix: string;
+  role: Role;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+const COLUMNS = 'id, user_id, name, prefix, role, expires_at, last_used_at, revoked_at, created_at';
+const PREFIX_LENGTH = 12;
+
+/**
+ * API keys: `atr_<random>` secrets shown once, stored as SHA-256 hashes. Owners manage their own
+ * keys, ADMINs anyone's; a key's role is never above its owner's.
+ */
+@Injectable()
+export class ApiKeysService {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly tokens: TokenService,
+  ) {}
+
+  async create(caller: Caller, input: CreateApiKeyInput): Promise<ApiKey & { key: string }> {
+    const role = input.role ?? caller.role;
+    if (!roleAtLeast(caller.role, role)) {
+      throw Forbidden(`An API key cannot have a higher role than its owner (${caller.role})`);
+    }
+    const expiresAt = input.expires_at ? new Date(input.expires_at).toISOString() : null;
+    if (expiresAt !== null && expiresAt <= nowIso()) {
+      throw ValidationFailed([{ field: 'expires_at', message: 'expires_at must be in the future' }]);
+    }
+    const { token, hash } = this.tokens.newOpaqueToken('atr_');
+    const key: ApiKey = {
+      id: newId('apiKey'),
+      user_id: caller.userId,
+      name: input.name,
+      prefix: token.slice(0, PREFIX_LENGTH),
+      role,
+      expires_at: expiresAt,
+      last_used_at: null,
+      revoked_at: null,
+      created_at: nowIso(),
+    };
+    const p = (n: number) => this.db.p(n);
+    await this.db.transaction(({ manager }) =>
+      manager.query(
+        `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, role, expires_at, last_used_at, revoked_at, created_at)
+         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, NULL, NULL, ${p(8)})`,
+        [key.id, key.user_id, key.name, key.prefix, hash, key.role, key.expires_at, key.created_at],
+      ),
+    );
+    return { ...key, key: token };
+  }
+
+  /** The caller's keys; an ADMIN sees every key. Revoked keys stay listed (with revoked_at). */
+  async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<ApiKey>> {
+    const query = parseListQuery(rawQuery, {
+      sortFields: ['created_at'],
+      defaultSort: [{ field: 'created_at', desc: false }],
+      filters: {},
+    });
+    const all = isAdmin(caller);
+    const where = all ? '1 = 1' : `user_id = ${this.db.p(1)}`;
+    const params = all ? [] : [caller.userId];
+    const [count] = await this.db.query<{ total: number | string }>(
+      `SELECT COUNT(*) AS total FROM api_keys WHERE ${where}`,
+      params,
+    );
+    const dir = query.sort[0]?.desc ? 'DESC' : 'ASC';
+    const rows = await this.db.query<ApiKey>(
+      `SELECT ${COLUMNS} FROM api_keys WHERE ${where} ORDER BY created_at ${dir}, id ${dir}
+       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
+      params,
+    );
+    return { data: rows, meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) } };
+  }
+
+  async get(caller: Caller, id: string): Promise<ApiKey> {
+    const rows = isId('apiKey', id)
+      ? await this.db.query<ApiKey>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ${this.db.p(1)}`, [id])
+      : [];
+    const key = rows[0];
+    // another user's key is "not found" for a non-admin: its existence is not theirs to learn
+    if (!key || (key.user_id !== caller.userId && !isAdmin(caller))) {
+      throw NotFound('API key');
+    }
+    return key;
+  }
+
+  /** Revocation is immediate and idempotent. */
+  async revoke(caller: Caller, id: string): Promise<void> {
+    const key = await this.get(caller, id);
+    if (key.revoked_at !== null) {
+      return;
+    }
+    await this.db.transaction(({ manager }) =>
+      manager.query(`UPDATE api_keys SET revoked_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [nowIso(), id]),
+    );
+  }
+}

@@ -1,0 +1,70 @@
+import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
+import type { FastifyRequest } from 'fastify';
+import { DomainError, Forbidden } from '../common/errors.js';
+import { AUTH_METADATA, type AuthRequirement } from './auth.decorators.js';
+import { hasRole, type Caller } from './caller.js';
+import { Role } from './role.js';
+
+/** Strategies in the fixed order they are tried. Each fails (never throws) on foreign credentials. */
+export const STRATEGIES = ['jwt', 'basic', 'api-key', 'api-key-query'];
+
+type AuthedRequest = FastifyRequest & { caller?: Caller; user?: Caller };
+
+export function hasCredentials(req: FastifyRequest): boolean {
+  const query = req.query as Record<string, unknown> | undefined;
+  return Boolean(req.headers.authorization || req.headers['x-api-key'] || query?.api_key);
+}
+
+export function unauthorized(message: string): DomainError {
+  return new DomainError('unauthorized', message);
+}
+
+/**
+ * The one guard (global): whichever credentials came in become `request.caller`, then the route's
+ * `@Authenticated` requirement decides. 401 (the error filter adds `WWW-Authenticate`) for missing/invalid credentials, 403 for too low a role.
+ * GraphQL builds its caller in the context factory and is not handled here.
+ */
+@Injectable()
+export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
+  constructor(private readonly reflector: Reflector) {
+    super();
+  }
+
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') {
+      return true;
+    }
+    const requirement =
+      this.reflector.getAllAndOverride<AuthRequirement | undefined>(AUTH_METADATA, [
+        context.getHandler(),
+        context.getClass(),
+      ]) ?? {};
+    if (requirement.public) {
+      return true;
+    }
+    const req = context.switchToHttp().getRequest<AuthedRequest>();
+    if (!req.caller) {
+      if (!hasCredentials(req)) {
+        throw unauthorized('Authentication required');
+      }
+      await super.canActivate(context);
+      req.caller = req.user;
+    }
+    if (!hasRole(req.caller, requirement.role ?? Role.GUEST)) {
+      throw Forbidden();
+    }
+    return true;
+  }
+
+  override handleRequest<T>(err: unknown, user: T): T {
+    if (err) {
+      throw err;
+    }
+    if (!user) {
+      throw unauthorized('Invalid credentials');
+    }
+    return user;
+  }
+}

@@ -1,0 +1,138 @@
+import { timingSafeEqual } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { DatabaseService } from '../database/database.service.js';
+import { nowIso } from '../common/ids.js';
+import type { Caller } from './caller.js';
+import { dummyPasswordHash, verifyPassword } from './passwords.js';
+import { isRole, lowerRole, type Role } from './role.js';
+import { sha256, TokenService } from './token.service.js';
+
+interface KeyRow {
+  id: string;
+  user_id: string;
+  role: string;
+  key_hash: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  user_role: string;
+}
+
+/** Only write `last_used_at` once a minute per key: a write per request would cost the hot path. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * Turns credentials into a caller. Used by the passport strategies (HTTP) and by the GraphQL
+ * WebSocket handshake, so every transport accepts exactly the same credentials.
+ */
+@Injectable()
+export class AuthService {
+  private readonly logger = new Logger(AuthService.name);
+  private readonly lastUsedWritten = new Map<string, number>();
+
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly tokens: TokenService,
+  ) {}
+
+  /** The live user's id and role, or undefined when deleted/unknown. */
+  async liveUserRole(userId: string): Promise<Role | undefined> {
+    const rows = await this.db.query<{ role: string }>(
+      `SELECT role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
+      [userId],
+    );
+    const role = rows[0]?.role;
+    return isRole(role) ? role : undefined;
+  }
+
+  async verifyBasic(email: string, password: string): Promise<Caller | undefined> {
+    const rows = await this.db.query<{ id: string; role: string; password_hash: string | null }>(
+      `SELECT id, role, password_hash FROM users WHERE email_normalized = ${this.db.p(1)} AND deleted_at IS NULL`,
+      [email.trim().toLowerCase()],
+    );
+    const row = rows[0];
+    if (!row?.password_hash) {
+      await verifyPassword(await dummyPasswordHash(), password);
+      return undefined;
+    }
+    if (!(await verifyPassword(row.password_hash, password)) || !isRole(row.role)) {
+      return undefined;
+    }
+    return { userId: row.id, role: row.role, method: 'basic' };
+  }
+
+  /** A first-party access token's caller; the role comes from the database, not the token. */
+  async verifyBearer(token: string): Promise<Caller | undefined> {
+    const claims = this.tokens.verifyAccessToken(token);
+    return claims ? this.callerFromClaims(claims.sub) : undefined;
+  }
+
+  async callerFromClaims(userId: string): Promise<Caller | undefined> {
+    const role = await this.liveUserRole(userId);
+    return role ? { userId, role, method: 'jwt' } : undefined;
+  }
+
+  async verifyApiKey(key: string): Promise<Caller | undefined> {
+    if (key.length < 10 || key.length > 200) {
+      return undefined;
+    }
+    const hash = sha256(key);
+    const rows = await this.db.query<KeyRow>(
+      `SELECT k.id, k.user_id, k.role, k.key_hash, k.expires_at, k.revoked_at, u.role AS user_role
+         FROM api_keys k JOIN users u ON u.id = k.user_id
+        WHERE k.key_hash = ${this.db.p(1)} AND u.deleted_at IS NULL`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) {
+      return undefined;
+    }
+    const now = nowIso();
+    if (row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) {
+      return undefined;
+    }
+    if (!isRole(row.role) || !isRole(row.user_role)) {
+      return undefined;
+    }
+    this.touchKey(row.id, now);
+    return { userId: row.user_id, role: lowerRole(row.role, row.user_role), method: 'api_key', keyId: row.id };
+  }
+
+  private touchKey(keyId: string, now: string): void {
+    const last = this.lastUsedWritten.get(keyId) ?? 0;
+    if (Date.now() - last < LAST_USED_RESOLUTION_MS) {
+      return;
+    }
+    this.lastUsedWritten.set(keyId, Date.now());
+    this.db
+      .transaction(({ manager }) =>
+        manager.query(`UPDATE api_keys SET last_used_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [now, keyId]),
+      )
+      .catch((err: unknown) => this.logger.warn({ err }, 'could not record api key use'));
+  }
+
+  /**
+   * Credentials as carried by a GraphQL WebSocket `connection_init` payload (or any non-HTTP
+   * transport): `Authorization` (Basic or Bearer) or `apiKey`. `null` = presented but invalid.
+   */
+  async fromCredentials(authorization?: string, apiKey?: string): Promise<Caller | undefined | null> {
+    if (authorization) {
+      const [scheme, value = ''] = authorization.split(' ', 2);
+      if (/^bearer$/i.test(scheme ?? '')) {
+        return (await this.verifyBearer(value)) ?? null;
+      }
+      if (/^basic$/i.test(scheme ?? '')) {
+        const decoded = Buffer.from(value, 'base64').toString('utf8');
+        const sep = decoded.indexOf(':');
+        if (sep < 0) {
+          return null;
+        }
+        return (await this.verifyBasic(decoded.slice(0, sep), decoded.slice(sep + 1))) ?? null;
+      }
+      return null;
+    }
+    if (apiKey) {
+      return (await this.verifyApiKey(apiKey)) ?? null;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,36 @@
+import { Role, roleAtLeast } from './role.js';
+
+export type AuthMethod = 'basic' | 'jwt' | 'api_key' | 'oauth';
+
+/** Who is calling: built once per request by the auth guard from whichever credentials came in. */
+export interface Caller {
+  userId: string;
+  /** Effective role: an API key's role is capped by its owner's (DESIGN.md section 4). */
+  role: Role;
+  method: AuthMethod;
+  keyId?: string;
+  clientId?: string;
+  scopes?: string[];
+}
+
+/** `undefined` is the anonymous caller (only public routes and GraphQL introspection). */
+export type MaybeCaller = Caller | undefined;
+
+export function isAdmin(caller: MaybeCaller): boolean {
+  return caller !== undefined && caller.role === Role.ADMIN;
+}
+
+export function hasRole(caller: MaybeCaller, role: Role): caller is Caller {
+  return caller !== undefined && roleAtLeast(caller.role, role);
+}
+
+/** The rate-limit identity of a caller (user id, key id or OAuth client id). */
+export function identityOf(caller: Caller): string {
+  if (caller.keyId) {
+    return `key:${caller.keyId}`;
+  }
+  if (caller.clientId) {
+    return `client:${caller.clientId}`;
+  }
+  return `user:${caller.userId}`;
+}

@@ -1,0 +1,86 @@
+import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { codeOfStatus, DomainError, statusOf, WWW_AUTHENTICATE, type ErrorCode, type ErrorDetail } from './errors.js';
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details?: ErrorDetail[]; request_id?: string };
+}
+
+/** Fastify's own errors (body parsing, limits) by their code. */
+function fromFastify(err: { code?: string; statusCode?: number; message?: string }): DomainError | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new DomainError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new DomainError('payload_too_large', 'The request body exceeds 1 MiB');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DomainError('bad_request', 'The request body is not valid JSON');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new DomainError('bad_request', 'Invalid Content-Length');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError && (err as { statusCode?: number }).statusCode === 400) {
+    return new DomainError('bad_request', 'The request body is not valid JSON');
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new DomainError(codeOfStatus(err.statusCode), err.message ?? 'Bad request');
+  }
+  return undefined;
+}
+
+/** Any error -> `{error: {code, message, details?}}` with the contract's status; 500s hide internals. */
+export function toDomainError(exception: unknown): DomainError | undefined {
+  if (exception instanceof DomainError) {
+    return exception;
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const response = exception.getResponse();
+    const message =
+      typeof response === 'string'
+        ? response
+        : (((response as { message?: unknown }).message as string | undefined) ?? exception.message);
+    return new DomainError(codeOfStatus(status), Array.isArray(message) ? message.join('; ') : String(message));
+  }
+  if (exception && typeof exception === 'object') {
+    return fromFastify(exception as { code?: string; statusCode?: number; message?: string });
+  }
+  return undefined;
+}
+
+export function sendError(reply: FastifyReply, err: DomainError, requestId?: string): void {
+  const status = statusOf(err.code);
+  const body: ErrorBody = { error: { code: err.code, message: err.message } };
+  if (err.details?.length) {
+    body.error.details = err.details;
+  }
+  if (status >= 500 && requestId) {
+    body.error.request_id = requestId;
+  }
+  if (status === 401) {
+    void reply.header('WWW-Authenticate', WWW_AUTHENTICATE);
+  }
+  void reply.code(status).header('Content-Type', 'application/json; charset=utf-8').send(body);
+}
+
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): unknown {
+    if (host.getType<string>() !== 'http') {
+      return exception; // GraphQL formats its own errors
+    }
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    let error = toDomainError(exception);
+    if (!error) {
+      this.logger.error({ err: exception, reqId: request.id }, 'unhandled error');
+      error = new DomainError('internal_error', 'Internal server error; quote the request id when reporting it');
+    }
+    sendError(reply, error, request.id);
+    return undefined;
+  }
+}

@@ -1,0 +1,188 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { DomainError } from './errors.js';
+import { etagOf, noneMatchHits } from './etag.js';
+import { sendError } from './http-exception.filter.js';
+
+const API_PREFIX = '/api/';
+const V1 = /^\/api\/v1(\/|\?|$)/;
+const OTHER_VERSION = /^\/api\/v\d+(\/|\?|$)/;
+const DOCS = /^\/api\/docs(-json)?(\/|\?|$)/;
+
+export function isV1Header(value: string): boolean {
+  return /^v?1$/i.test(value.trim());
+}
+
+/** Unversioned `/api/<path>` with `Accept-Version: 1` is served as `/api/v1/<path>` (before routing). */
+export function rewriteUrl(req: { url?: string; headers: Record<string, string | string[] | undefined> }): string {
+  const url = req.url ?? '/';
+  const version = req.headers['accept-version'];
+  if (
+    url.startsWith(API_PREFIX) &&
+    !OTHER_VERSION.test(url) &&
+    !DOCS.test(url) &&
+    typeof version === 'string' &&
+    isV1Header(version)
+  ) {
+    return `/api/v1/${url.slice(API_PREFIX.length)}`;
+  }
+  return url;
+}
+
+/** Versioning rules of DESIGN.md section 5 on the original URL. Returns true when it answered. */
+function versioning(req: FastifyRequest, reply: FastifyReply): boolean {
+  const url = req.originalUrl;
+  if (!url.startsWith(API_PREFIX) || DOCS.test(url)) {
+    return false;
+  }
+  const header = req.headers['accept-version'];
+  const version = typeof header === 'string' ? header : undefined;
+  if (V1.test(url)) {
+    if (version !== undefined && !isV1Header(version)) {
+      sendError(reply, new DomainError('unsupported_version', `Accept-Version "${version}" contradicts the path version v1`));
+      return true;
+    }
+    return false;
+  }
+  if (OTHER_VERSION.test(url)) {
+    sendError(reply, new DomainError('unsupported_version', 'Unsupported API version: the current version is v1'));
+    return true;
+  }
+  if (version !== undefined) {
+    if (!isV1Header(version)) {
+      sendError(reply, new DomainError('unsupported_version', `Unsupported Accept-Version "${version}": use 1`));
+      return true;
+    }
+    return false; // rewritten to v1 by rewriteUrl
+  }
+  const target = `/api/v1/${url.slice(API_PREFIX.length)}`;
+  const permanent = req.method === 'GET' || req.method === 'HEAD' ? 301 : 308;
+  void reply.code(permanent).header('Location', target).send();
+  return true;
+}
+
+/** True when the Accept header admits a JSON response (any q > 0 range covering application/json). */
+export function acceptsJson(accept: string | undefined): boolean {
+  if (!accept || accept.trim() === '') {
+    return true;
+  }
+  return accept.split(',').some((range) => {
+    const [type = '', ...params] = range.split(';').map((s) => s.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith('q='));
+    if (q !== undefined && Number(q.slice(2)) <= 0) {
+      return false;
+    }
+    return (
+      type === '*/*' ||
+      type === 'application/*' ||
+      type === 'application/json' ||
+      (type.startsWith('application/') && type.endsWith('+json'))
+    );
+  });
+}
+
+/** Method sets per route pattern, collected as routes are registered (for OPTIONS and Allow). */
+class RouteTable {
+  private readonly routes: { pattern: RegExp; static: boolean; methods: Set<string> }[] = [];
+
+  add(url: string, method: HTTPMethods | HTTPMethods[]): void {
+    if (url.includes('*')) {
+      return;
+    }
+    const source = `^${url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`;
+    let route = this.routes.find((r) => r.pattern.source === source);
+    if (!route) {
+      route = { pattern: new RegExp(source), static: !url.includes(':'), methods: new Set() };
+      this.routes.push(route);
+    }
+    for (const m of Array.isArray(method) ? method : [method]) {
+      if (m !== 'OPTIONS') {
+        route.methods.add(m);
+      }
+    }
+  }
+
+  allowed(path: string): string[] {
+    const matches = this.routes.filter((r) => r.pattern.test(path));
+    const exact = matches.filter((r) => r.static);
+    const chosen = exact.length > 0 ? exact : matches;
+    const methods = new Set<string>();
+    for (const r of chosen) {
+      r.methods.forEach((m) => methods.add(m));
+    }
+    if (methods.size === 0) {
+      return [];
+    }
+    if (methods.has('GET')) {
+      methods.add('HEAD');
+    }
+    methods.add('OPTIONS');
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m));
+  }
+}
+
+/**
+ * The HTTP rules that sit below the controllers: request ids, versioning, content negotiation,
+ * OPTIONS/Allow, ETag + If-None-Match, and the JSON body types (merge patch in, text/plain out).
+ * Registered on the Fastify instance before Nest adds its routes.
+ */
+export function registerHttpHooks(fastify: FastifyInstance): void {
+  const routes = new RouteTable();
+  fastify.addHook('onRoute', (route) => routes.add(route.url, route.method));
+
+  fastify.removeContentTypeParser('text/plain');
+  fastify.addContentTypeParser(
+    'application/merge-patch+json',
+    { parseAs: 'string' },
+    fastify.getDefaultJsonParser('error', 'error'),
+  );
+
+  fastify.addHook('onRequest', (req, reply, done) => {
+    void reply.header('X-Request-Id', req.id);
+    if (versioning(req, reply)) {
+      return;
+    }
+    const path = req.url.split('?', 1)[0] ?? '/';
+    if (req.method === 'OPTIONS') {
+      const allowed = routes.allowed(path);
+      if (allowed.length > 0) {
+        void reply.header('Allow', allowed.join(', '));
+      }
+      const preflight = req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
+      if (!preflight) {
+        if (allowed.length === 0) {
+          sendError(reply, new DomainError('not_found', `No route ${path}`));
+        } else {
+          void reply.code(200).header('Content-Length', '0').send();
+        }
+        return;
+      }
+    } else if (path.startsWith(API_PREFIX) && !DOCS.test(path) && !acceptsJson(req.headers.accept)) {
+      sendError(reply, new DomainError('not_acceptable', 'This endpoint only produces application/json'));
+      return;
+    }
+    done();
+  });
+
+  fastify.addHook('onSend', (req, reply, payload, done) => {
+    if (
+      (req.method === 'GET' || req.method === 'HEAD') &&
+      reply.statusCode === 200 &&
+      typeof payload === 'string' &&
+      req.url.startsWith(API_PREFIX)
+    ) {
+      const etag = etagOf(payload);
+      void reply.header('ETag', etag);
+      void reply.header('Cache-Control', 'private, no-cache');
+      const vary = reply.getHeader('vary');
+      void reply.header('Vary', `${vary ? `${String(vary)}, ` : ''}Accept, Accept-Version, Authorization, X-API-Key`);
+      if (noneMatchHits(req.headers['if-none-match'], etag)) {
+        void reply.code(304);
+        reply.removeHeader('Content-Type');
+        reply.removeHeader('Content-Length');
+        done(null, '');
+        return;
+      }
+    }
+    done(null, payload);
+  });
+}

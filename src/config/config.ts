@@ -1,0 +1,187 @@
+import { existsSync } from 'node:fs';
+import { config as loadDotenv } from 'dotenv';
+
+/** Where the database lives; parsed from DATABASE_URL. */
+export type DatabaseConfig =
+  | { type: 'sqlite'; path: string }
+  | { type: 'postgres'; url: string; schema?: string };
+
+export interface AppConfig {
+  nodeEnv: 'development' | 'production' | 'test';
+  port: number;
+  host: string;
+  publicUrl: string;
+  database: DatabaseConfig;
+  redisUrl?: string;
+  adminEmail?: string;
+  adminPassword?: string;
+  jwtPrivateKey?: string;
+  jwtAccessTtlS: number;
+  refreshTtlS: number;
+  corsOrigins: string[];
+  rateLimit: number;
+  rateLimitWindowS: number;
+  authRateLimit: number;
+  trustedProxies: string[];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  graphqlIntrospection: boolean;
+  graphqlDevelopment: boolean;
+  dataDir: string;
+}
+
+export const APP_CONFIG = Symbol('APP_CONFIG');
+
+/** A bad configuration value: the message is one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const APOLLO_STUDIO_ORIGIN = 'https://studio.apollographql.com';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') {
+    return fallback;
+  }
+  if (!/^\d+$/.test(raw.trim())) {
+    throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  }
+  const value = Number(raw);
+  if (value < min || value > max) {
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') {
+    return fallback;
+  }
+  if (/^(1|true|yes|on)$/i.test(raw)) {
+    return true;
+  }
+  if (/^(0|false|no|off)$/i.test(raw)) {
+    return false;
+  }
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(name: string, raw: string, protocols: string[]): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return parsed;
+}
+
+function parseDatabase(raw: string): DatabaseConfig {
+  if (raw.startsWith('sqlite:')) {
+    const path = raw.slice('sqlite:'.length);
+    if (path === '') {
+      throw new ConfigError('DATABASE_URL', 'needs a path after "sqlite:" (or ":memory:")');
+    }
+    return { type: 'sqlite', path };
+  }
+  const parsed = url('DATABASE_URL', raw, ['postgres:', 'postgresql:']);
+  // `?schema=` selects a PostgreSQL schema (used by the tests to isolate suites).
+  const schema = parsed.searchParams.get('schema') ?? undefined;
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new ConfigError('DATABASE_URL', `schema must be a lower-case identifier, got "${schema}"`);
+  }
+  parsed.searchParams.delete('schema');
+  return { type: 'postgres', url: parsed.toString(), schema };
+}
+
+/** Reads and validates the whole configuration; throws ConfigError on the first bad value. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const nodeEnvRaw = env.NODE_ENV ?? 'development';
+  if (!['development', 'production', 'test'].includes(nodeEnvRaw)) {
+    throw new ConfigError('NODE_ENV', `must be development, production or test, got "${nodeEnvRaw}"`);
+  }
+  const nodeEnv = nodeEnvRaw as AppConfig['nodeEnv'];
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const publicUrl = (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  url('PUBLIC_URL', publicUrl, ['http:', 'https:']);
+
+  const database = parseDatabase(env.DATABASE_URL ?? 'sqlite:data/atrium.sqlite');
+  const redisUrl = env.REDIS_URL === undefined || env.REDIS_URL === '' ? undefined : env.REDIS_URL;
+  if (redisUrl !== undefined) {
+    url('REDIS_URL', redisUrl, ['redis:', 'rediss:']);
+  }
+
+  const adminEmail = env.ADMIN_EMAIL || undefined;
+  const adminPassword = env.ADMIN_PASSWORD || undefined;
+  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
+    throw new ConfigError(adminEmail ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL', 'must be set together with the other');
+  }
+  if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(adminEmail)) {
+    throw new ConfigError('ADMIN_EMAIL', `must be an email address, got "${adminEmail}"`);
+  }
+  if (adminPassword !== undefined && (adminPassword.length < 12 || adminPassword.length > 128)) {
+    throw new ConfigError('ADMIN_PASSWORD', 'must be 12 to 128 characters long');
+  }
+
+  const jwtPrivateKey = env.JWT_PRIVATE_KEY ? env.JWT_PRIVATE_KEY.replace(/\\n/g, '\n') : undefined;
+  if (jwtPrivateKey !== undefined && !jwtPrivateKey.includes('PRIVATE KEY-----')) {
+    throw new ConfigError('JWT_PRIVATE_KEY', 'must be a PEM private key');
+  }
+
+  const corsOrigins = (env.CORS_ORIGINS ?? `${APOLLO_STUDIO_ORIGIN},http://localhost:*`)
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError('CORS_ORIGINS', `has an invalid origin "${origin}" (scheme://host[:port])`);
+    }
+  }
+
+  const logLevel = (env.LOG_LEVEL ?? 'info') as AppConfig['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  }
+
+  return {
+    nodeEnv,
+    port,
+    host: env.HOST ?? '127.0.0.1',
+    publicUrl,
+    database,
+    redisUrl,
+    adminEmail,
+    adminPassword,
+    jwtPrivateKey,
+    jwtAccessTtlS: int(env, 'JWT_ACCESS_TTL_S', 900, 30, 86_400),
+    refreshTtlS: int(env, 'REFRESH_TTL_S', 30 * 86_400, 60, 365 * 86_400),
+    corsOrigins,
+    rateLimit: int(env, 'RATE_LIMIT', 300, 1, 1_000_000_000),
+    rateLimitWindowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
+    authRateLimit: int(env, 'AUTH_RATE_LIMIT', 10, 1, 1_000_000_000),
+    trustedProxies: (env.TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== ''),
+    logLevel,
+    graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION', true),
+    graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
+    dataDir: env.DATA_DIR ?? 'data',
+  };
+}
+
+/** Loads `.env` (when present) into process.env, then validates. Used by main.ts only. */
+export function loadConfigFromEnvironment(): AppConfig {
+  if (existsSync('.env')) {
+    loadDotenv({ path: '.env', quiet: true });
+  }
+  return loadConfig(process.env);
+}

@@ -1,0 +1,40 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { DataSourceOptions } from 'typeorm';
+import type { DatabaseConfig } from '../config/config.js';
+import { InitialSchema1763700000000 } from './migrations/1763700000000-initial-schema.js';
+
+export const MIGRATIONS = [InitialSchema1763700000000];
+
+/** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */
+export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
+  if (db.type === 'sqlite') {
+    if (db.path !== ':memory:') {
+      mkdirSync(dirname(db.path), { recursive: true });
+    }
+    return {
+      type: 'better-sqlite3',
+      database: db.path,
+      migrations: MIGRATIONS,
+      migrationsRun: true,
+      synchronize: false,
+      statementCacheSize: 200,
+      prepareDatabase: (conn: { pragma: (s: string) => unknown }) => {
+        if (db.path !== ':memory:') {
+          conn.pragma('journal_mode = WAL');
+        }
+        conn.pragma('foreign_keys = ON');
+        conn.pragma('busy_timeout = 5000');
+      },
+    };
+  }
+  return {
+    type: 'postgres',
+    url: db.url,
+    migrations: MIGRATIONS,
+    migrationsRun: true,
+    synchronize: false,
+    // a schema per test suite keeps suites apart on one database (see test/helpers/app.ts)
+    extra: { max: 10, ...(db.schema ? { options: `-c search_path=${db.schema}` } : {}) },
+  };
+}

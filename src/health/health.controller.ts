@@ -1,0 +1,55 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import {
+  HealthCheck,
+  HealthCheckService,
+  HealthIndicatorService,
+  TypeOrmHealthIndicator,
+  type HealthIndicatorFunction,
+} from '@nestjs/terminus';
+import type { Redis } from 'ioredis';
+import { Public } from '../auth/auth.decorators.js';
+import { RedisConnections } from '../redis/redis.module.js';
+
+@ApiTags('health')
+@Controller('health')
+@Public()
+export class HealthController {
+  private redis: Redis | undefined;
+
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly db: TypeOrmHealthIndicator,
+    private readonly indicators: HealthIndicatorService,
+    private readonly redisConnections: RedisConnections,
+  ) {}
+
+  /** The process is up and serving. */
+  @Get('live')
+  @HealthCheck()
+  live() {
+    return this.health.check([]);
+  }
+
+  /** The database answers (and Redis, when configured). */
+  @Get('ready')
+  @HealthCheck()
+  ready() {
+    const checks: HealthIndicatorFunction[] = [() => this.db.pingCheck('database', { timeout: 1_000 })];
+    if (this.redisConnections.enabled) {
+      checks.push(() => this.pingRedis());
+    }
+    return this.health.check(checks);
+  }
+
+  private async pingRedis() {
+    const indicator = this.indicators.check('redis');
+    this.redis ??= this.redisConnections.create('health', { commandTimeout: 500 });
+    try {
+      await this.redis.ping();
+      return indicator.up();
+    } catch (err) {
+      return indicator.down({ message: (err as Error).message });
+    }
+  }
+}

@@ -1,0 +1,18 @@
+import 'reflect-metadata';
+import { createApp } from './app.factory.js';
+import { ConfigError, loadConfigFromEnvironment, type AppConfig } from './config/config.js';
+
+let config: AppConfig;
+try {
+  config = loadConfigFromEnvironment();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message); // one clear line naming the variable
+    process.exit(1);
+  }
+  throw err;
+}
+
+const app = await createApp(config);
+await app.listen({ port: config.port, host: config.host });
+app.getHttpAdapter().getInstance().log.info(`Atrium listening on ${config.publicUrl}`);

@@ -1,0 +1,59 @@
+import { Global, Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Redis, type RedisOptions } from 'ioredis';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+
+/**
+ * Redis clients, only when REDIS_URL is set. Commands fail fast while Redis is down (no 73 s of
+ * retries, no offline queue: STACK-NOTES.md); the connection itself keeps reconnecting.
+ */
+@Injectable()
+export class RedisConnections implements OnApplicationShutdown {
+  private readonly logger = new Logger('Redis');
+  private readonly clients: Redis[] = [];
+  private downSince: number | undefined;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  get enabled(): boolean {
+    return this.config.redisUrl !== undefined;
+  }
+
+  /** A new client (pub/sub needs dedicated connections). Closed with the application. */
+  create(name: string, overrides: RedisOptions = {}): Redis {
+    if (!this.config.redisUrl) {
+      throw new Error('REDIS_URL is not set');
+    }
+    const client = new Redis(this.config.redisUrl, {
+      connectionName: `atrium-${name}`,
+      commandTimeout: 100,
+      connectTimeout: 2_000,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: (times) => Math.min(times * 200, 2_000),
+      ...overrides,
+    });
+    client.on('error', (err: Error) => {
+      // one warning per outage, not one per reconnect attempt
+      if (this.downSince === undefined) {
+        this.downSince = Date.now();
+        this.logger.warn(`Redis unavailable (${err.message}); retrying in the background`);
+      }
+    });
+    client.on('ready', () => {
+      if (this.downSince !== undefined) {
+        this.logger.log(`Redis is back after ${Date.now() - this.downSince} ms`);
+        this.downSince = undefined;
+      }
+    });
+    this.clients.push(client);
+    return client;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all(this.clients.map((c) => c.quit().catch(() => c.disconnect())));
+  }
+}
+
+@Global()
+@Module({ providers: [RedisConnections], exports: [RedisConnections] })
+export class RedisModule {}

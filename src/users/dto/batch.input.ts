@@ -1,0 +1,23 @@
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsObject, IsOptional, IsString } from 'class-validator';
+
+export const MAX_BATCH = 100;
+
+export class BatchOperationInput {
+  @IsIn(['create', 'update'], { message: 'op must be create or update' })
+  op!: 'create' | 'update';
+
+  @IsOptional()
+  @IsString()
+  id?: string;
+
+  @IsObject()
+  data!: Record<string, unknown>;
+}
+
+/** POST /users/batch: the operations are validated one by one by the service (with their index). */
+export class BatchInput {
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_BATCH)
+  operations!: unknown[];
+}

@@ -1,0 +1,36 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Role } from '../auth/role.js';
+
+/** Persistence shape only; never returned as a response (see users.mapper.ts). */
+@Entity('users')
+export class UserEntity {
+  @PrimaryColumn({ type: 'varchar', length: 30 })
+  id!: string;
+
+  @Column({ type: 'varchar', length: 100 })
+  name!: string;
+
+  @Column({ type: 'varchar', length: 254, nullable: true })
+  email!: string | null;
+
+  @Column({ name: 'email_normalized', type: 'varchar', length: 254, nullable: true })
+  emailNormalized!: string | null;
+
+  @Column({ type: 'varchar', length: 5 })
+  role!: Role;
+
+  @Column({ type: 'integer', nullable: true })
+  age!: number | null;
+
+  @Column({ name: 'password_hash', type: 'varchar', length: 255, nullable: true })
+  passwordHash!: string | null;
+
+  @Column({ name: 'created_at', type: 'varchar', length: 24 })
+  createdAt!: string;
+
+  @Column({ name: 'updated_at', type: 'varchar', length: 24 })
+  updatedAt!: string;
+
+  @Column({ name: 'deleted_at', type: 'varchar', length: 24, nullable: true })
+  deletedAt!: string | null;
+}

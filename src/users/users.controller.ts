@@ -1,0 +1,98 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query, Req, Res } from '@nestjs/common';
+import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
+import type { Caller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { linkHeader } from '../common/list-query.js';
+import { PublicUrl } from '../common/public-url.js';
+import { BatchInput } from './dto/batch.input.js';
+import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.inputs.js';
+import type { User } from './user.js';
+import { toRestUser } from './users.mapper.js';
+import { UsersService, type Precondition } from './users.service.js';
+
+/** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
+function ifMatch(header: string | undefined, caller: Caller): Precondition | undefined {
+  return header ? (user: User) => ifMatchHits(header, resourceEtag(toRestUser(user, caller))) : undefined;
+}
+
+@ApiTags('users')
+@ApiBearerAuth()
+@ApiBasicAuth()
+@ApiSecurity('api_key')
+@Controller('users')
+@Authenticated({ role: Role.GUEST })
+export class UsersController {
+  constructor(
+    private readonly users: UsersService,
+    private readonly publicUrl: PublicUrl,
+  ) {}
+
+  @Get()
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.users.list(caller, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    return { data: page.data.map((u) => toRestUser(u, caller)), meta: page.meta };
+  }
+
+  @Post()
+  @Authenticated({ role: Role.ADMIN })
+  async create(
+    @CurrentCaller() caller: Caller,
+    @Body() input: CreateUserInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const user = await this.users.create(caller, input);
+    void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
+    return { data: toRestUser(user, caller) };
+  }
+
+  @Post('batch')
+  @HttpCode(200)
+  async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
+    const results = await this.users.batch(caller, input.operations);
+    return { data: results.map((r) => ({ op: r.op, status: r.status, data: toRestUser(r.user, caller) })) };
+  }
+
+  @Get(':id')
+  async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return { data: toRestUser(await this.users.get(caller, id), caller) };
+  }
+
+  @Put(':id')
+  async replace(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() input: ReplaceUserInput,
+    @Headers('if-match') ifMatchHeader?: string,
+  ) {
+    return { data: toRestUser(await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller)), caller) };
+  }
+
+  @Patch(':id')
+  async patch(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() input: PatchUserInput,
+    @Headers('if-match') ifMatchHeader?: string,
+  ) {
+    return { data: toRestUser(await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller)), caller) };
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  async remove(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Headers('if-match') ifMatchHeader?: string,
+  ): Promise<void> {
+    await this.users.remove(caller, id, ifMatch(ifMatchHeader, caller));
+  }
+}

@@ -1,0 +1,60 @@
+import { isAdmin, type MaybeCaller } from '../auth/caller.js';
+import type { User } from './user.js';
+import type { UserEntity } from './user.entity.js';
+
+/** Email visibility (DESIGN.md section 4): only the user themself and ADMINs see it. */
+export function canSeeEmail(user: Pick<User, 'id'>, viewer: MaybeCaller): boolean {
+  return viewer !== undefined && (viewer.userId === user.id || isAdmin(viewer));
+}
+
+export interface UserRow {
+  id: string;
+  name: string;
+  email: string | null;
+  role: string;
+  age: number | string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function userFromRow(row: UserRow): User {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    role: row.role as User['role'],
+    // PostgreSQL drivers may hand integers back as strings
+    age: row.age === null ? null : Number(row.age),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function userFromEntity(e: UserEntity): User {
+  return {
+    id: e.id,
+    name: e.name,
+    email: e.email,
+    role: e.role,
+    age: e.age,
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+  };
+}
+
+/** REST body of a user (snake_case), as seen by `viewer`. */
+export function toRestUser(user: User, viewer: MaybeCaller) {
+  return {
+    id: user.id,
+    name: user.name,
+    email: canSeeEmail(user, viewer) ? user.email : null,
+    role: user.role,
+    age: user.age,
+    created_at: user.createdAt,
+    updated_at: user.updatedAt,
+  };
+}
+
+export type RestUser = ReturnType<typeof toRestUser>;
+
+export const USER_COLUMNS = 'id, name, email, role, age, created_at, updated_at';

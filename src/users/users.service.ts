@@ -1,0 +1,344 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
+import { hashPassword } from '../auth/passwords.js';
+import { Role } from '../auth/role.js';
+import { Conflict, DomainError, Forbidden, NotFound, PreconditionFailed, Unauthorized } from '../common/errors.js';
+import { isId, newId, nowIso } from '../common/ids.js';
+import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { validateInput } from '../common/validation.js';
+import { DatabaseService, type TxContext } from '../database/database.service.js';
+import { EventsService } from '../events/events.service.js';
+import { MAX_BATCH } from './dto/batch.input.js';
+import { CreateUserInput, PatchUserInput, ReplaceUserInput, type RegisterInput } from './dto/user.inputs.js';
+import type { User } from './user.js';
+import { UserEntity } from './user.entity.js';
+import { USER_COLUMNS, userFromEntity, userFromRow, type UserRow } from './users.mapper.js';
+
+export const USER_LIST_SPEC: ListSpec<'role'> = {
+  sortFields: ['created_at', 'updated_at', 'name'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: { role: [Role.ADMIN, Role.USER, Role.GUEST] },
+};
+
+const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
+
+/** Checked against the stored user inside the write transaction (If-Match); false -> 412. */
+export type Precondition = (current: User) => boolean;
+
+export interface BatchResult {
+  op: 'create' | 'update';
+  status: 200 | 201;
+  user: User;
+}
+
+/** The one place the users rules live; REST and GraphQL both call these methods. */
+@Injectable()
+export class UsersService {
+  private readonly logger = new Logger(UsersService.name);
+
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly events: EventsService,
+  ) {}
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** A live user or undefined (malformed ids are simply unknown). */
+  async findById(id: string): Promise<User | undefined> {
+    if (!isId('user', id)) {
+      return undefined;
+    }
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
+      [id],
+    );
+    return rows[0] ? userFromRow(rows[0]) : undefined;
+  }
+
+  /** Live users by id, in one statement (DataLoader batches land here). */
+  async findByIds(ids: readonly string[]): Promise<User[]> {
+    const valid = ids.filter((id) => isId('user', id));
+    if (valid.length === 0) {
+      return [];
+    }
+    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id IN (${params}) AND deleted_at IS NULL`,
+      valid,
+    );
+    return rows.map(userFromRow);
+  }
+
+  async get(caller: Caller, id: string): Promise<User> {
+    this.requireRead(caller);
+    const user = await this.findById(id);
+    if (!user) {
+      throw NotFound('User');
+    }
+    return user;
+  }
+
+  /** Page-numbered list (REST). Counting uses COUNT(*): TypeORM's COUNT(1) scans on SQLite. */
+  async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<User>> {
+    this.requireRead(caller);
+    const query = parseListQuery(rawQuery, USER_LIST_SPEC);
+    const where = ['deleted_at IS NULL'];
+    const params: unknown[] = [];
+    if (query.filters.role) {
+      params.push(query.filters.role);
+      where.push(`role = ${this.db.p(params.length)}`);
+    }
+    const whereSql = where.join(' AND ');
+    const [countRow] = await this.db.query<{ total: number | string }>(
+      `SELECT COUNT(*) AS total FROM users WHERE ${whereSql}`,
+      params,
+    );
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE ${whereSql} ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
+       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
+      params,
+    );
+    return {
+      data: rows.map(userFromRow),
+      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
+    };
+  }
+
+  // ---- writes ------------------------------------------------------------------------------
+
+  async create(caller: Caller, input: CreateUserInput): Promise<User> {
+    this.requireAdmin(caller, 'Only administrators can create users');
+    return this.db.transaction((tx) => this.insert(tx, input));
+  }
+
+  /** POST /auth/register: anyone may create a USER for themself. */
+  async register(input: RegisterInput): Promise<User> {
+    return this.db.transaction((tx) => this.insert(tx, { ...input, role: Role.USER }));
+  }
+
+  /** At boot: create the configured ADMIN when no ADMIN exists yet. */
+  async ensureAdmin(email: string, password: string): Promise<boolean> {
+    const admins = await this.db.query<{ id: string }>(
+      `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL LIMIT 1`,
+      [Role.ADMIN],
+    );
+    if (admins.length > 0) {
+      return false;
+    }
+    try {
+      await this.db.transaction((tx) => this.insert(tx, { name: 'Administrator', email, password, role: Role.ADMIN }));
+      return true;
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'conflict') {
+        // another instance won the race, or a non-admin holds this email: promote nobody silently
+        this.logger.warn(`ADMIN_EMAIL ${email} is already used by a non-admin user: no admin created`);
+        return false;
+      }
+      throw err;
+    }
+  }
+
+  /** PUT: name, email and age are replaced (absent age -> null); role/password change only when given. */
+  async replace(caller: Caller, id: string, input: ReplaceUserInput, precondition?: Precondition): Promise<User> {
+    return this.update(caller, id, { ...input, age: input.age ?? null }, precondition);
+  }
+
+  /** PATCH (merge patch) and the GraphQL updateUser: only supplied members change. */
+  async update(caller: Caller, id: string, patch: PatchUserInput, precondition?: Precondition): Promise<User> {
+    return this.db.transaction((tx) => this.applyUpdate(tx, caller, id, patch, precondition));
+  }
+
+  /** Soft delete; deleting an already deleted user succeeds again (idempotent). */
+  async remove(caller: Caller, id: string, precondition?: Precondition): Promise<User | undefined> {
+    return this.db.transaction(async ({ manager }) => {
+      const entity = isId('user', id) ? await this.lockedRow(manager, id) : null;
+      if (!entity) {
+        throw NotFound('User');
+      }
+      this.requireSelfOrAdmin(caller, id);
+      if (entity.deletedAt !== null) {
+        return undefined;
+      }
+      const current = userFromEntity(entity);
+      if (precondition && !precondition(current)) {
+        throw PreconditionFailed();
+      }
+      await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
+      return current;
+    });
+  }
+
+  /**
+   * POST /users/batch and bulkCreate: every operation in one transaction, all or nothing. The first
+   * failing operation decides the status; its details carry its index.
+   */
+  async batch(caller: Caller, operations: unknown[]): Promise<BatchResult[]> {
+    this.requireRead(caller);
+    if (operations.length > MAX_BATCH) {
+      throw new DomainError('validation_failed', `At most ${MAX_BATCH} operations`, [
+        { field: 'operations', message: `operations must contain at most ${MAX_BATCH} elements` },
+      ]);
+    }
+    return this.db.transaction(async (tx) => {
+      const results: BatchResult[] = [];
+      for (const [index, raw] of operations.entries()) {
+        try {
+          results.push(await this.batchOperation(tx, caller, raw));
+        } catch (err) {
+          throw withIndex(err, index);
+        }
+      }
+      return results;
+    });
+  }
+
+  private async batchOperation(tx: TxContext, caller: Caller, raw: unknown): Promise<BatchResult> {
+    const op = raw as { op?: unknown; id?: unknown; data?: unknown };
+    if (op === null || typeof op !== 'object' || (op.op !== 'create' && op.op !== 'update')) {
+      throw new DomainError('validation_failed', 'Invalid operation', [
+        { field: 'op', message: 'op must be create or update' },
+      ]);
+    }
+    const extra = Object.keys(op).filter((k) => !['op', 'id', 'data'].includes(k));
+    if (extra.length > 0) {
+      throw new DomainError('validation_failed', 'Invalid operation', [
+        { field: extra[0], message: `${extra[0]} is not a known member` },
+      ]);
+    }
+    if (op.op === 'create') {
+      this.requireAdmin(caller, 'Only administrators can create users');
+      const input = await validateInput(CreateUserInput, op.data);
+      return { op: 'create', status: 201, user: await this.insert(tx, input) };
+    }
+    if (typeof op.id !== 'string') {
+      throw new DomainError('validation_failed', 'Invalid operation', [
+        { field: 'id', message: 'id is required for update' },
+      ]);
+    }
+    const patch = await validateInput(PatchUserInput, op.data);
+    return { op: 'update', status: 200, user: await this.applyUpdate(tx, caller, op.id, patch) };
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  private async insert(tx: TxContext, input: CreateUserInput): Promise<User> {
+    const now = nowIso();
+    const entity: UserEntity = {
+      id: newId('user'),
+      name: input.name,
+      email: input.email ?? null,
+      emailNormalized: input.email ? input.email.toLowerCase() : null,
+      role: input.role ?? Role.USER,
+      age: input.age ?? null,
+      passwordHash: input.password ? await hashPassword(input.password) : null,
+      createdAt: now,
+      updatedAt: now,
+      deletedAt: null,
+    };
+    await this.writeGuarded(() => tx.manager.insert(UserEntity, entity));
+    return userFromEntity(entity);
+  }
+
+  private async applyUpdate(
+    tx: TxContext,
+    caller: Caller,
+    id: string,
+    patch: PatchUserInput,
+    precondition?: Precondition,
+  ): Promise<User> {
+    const entity = isId('user', id) ? await this.lockedRow(tx.manager, id) : null;
+    if (!entity || entity.deletedAt !== null) {
+      throw NotFound('User');
+    }
+    this.requireSelfOrAdmin(caller, id);
+    if (patch.role !== undefined && patch.role !== entity.role && !isAdmin(caller)) {
+      throw Forbidden('Only administrators can change a role');
+    }
+    const current = userFromEntity(entity);
+    if (precondition && !precondition(current)) {
+      throw PreconditionFailed();
+    }
+    const changes: Partial<UserEntity> = {};
+    if (patch.name !== undefined) {
+      changes.name = patch.name;
+    }
+    if (patch.email !== undefined) {
+      changes.email = patch.email;
+      changes.emailNormalized = patch.email.toLowerCase();
+    }
+    if (patch.role !== undefined) {
+      changes.role = patch.role;
+    }
+    if (patch.age !== undefined) {
+      changes.age = patch.age;
+    }
+    if (patch.password !== undefined) {
+      changes.passwordHash = await hashPassword(patch.password);
+    }
+    changes.updatedAt = laterThan(entity.updatedAt);
+    await this.writeGuarded(() => tx.manager.update(UserEntity, { id }, changes));
+    const updated = userFromEntity({ ...entity, ...changes });
+    tx.afterCommit(() => this.events.userUpdated(updated));
+    return updated;
+  }
+
+  /** The row, locked for the rest of the transaction on PostgreSQL (SQLite writes are serialized). */
+  private async lockedRow(manager: EntityManager, id: string): Promise<UserEntity | null> {
+    const qb = manager.getRepository(UserEntity).createQueryBuilder('u').where('u.id = :id', { id });
+    if (this.db.dialect === 'postgres') {
+      qb.setLock('pessimistic_write');
+    }
+    return qb.getOne();
+  }
+
+  private async writeGuarded<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      if (this.db.isUniqueViolation(err)) {
+        throw Conflict('A user with this email already exists', [
+          { field: 'email', message: 'email is already in use' },
+        ]);
+      }
+      throw err;
+    }
+  }
+
+  private requireRead(caller: MaybeCaller): asserts caller is Caller {
+    if (!caller) {
+      throw Unauthorized();
+    }
+  }
+
+  private requireAdmin(caller: MaybeCaller, message: string): void {
+    this.requireRead(caller);
+    if (!isAdmin(caller)) {
+      throw Forbidden(message);
+    }
+  }
+
+  /** USER may change only themself; GUEST nothing; ADMIN anyone (DESIGN.md section 7). */
+  private requireSelfOrAdmin(caller: Caller, id: string): void {
+    if (isAdmin(caller)) {
+      return;
+    }
+    if (!hasRole(caller, Role.USER) || caller.userId !== id) {
+      throw Forbidden('You may only change your own user');
+    }
+  }
+}
+
+/** A timestamp strictly after `previous` (two updates in one millisecond still change the ETag). */
+function laterThan(previous: string): string {
+  const now = nowIso();
+  return now > previous ? now : new Date(Date.parse(previous) + 1).toISOString();
+}
+
+function withIndex(err: unknown, index: number): unknown {
+  if (!(err instanceof DomainError)) {
+    return err;
+  }
+  const details = err.details?.length ? err.details.map((d) => ({ index, ...d })) : [{ index, message: err.message }];
+  return new DomainError(err.code, `Operation ${index} failed: ${err.message}`, details);
+}
