@@ -13,6 +13,8 @@ export interface AppConfig {
   publicUrl: string;
   database: DatabaseConfig;
   redisUrl?: string;
+  /** Prefix of every Redis key and channel (lets several deployments or test runs share one Redis). */
+  redisPrefix: string;
   adminEmail?: string;
   adminPassword?: string;
   jwtPrivateKey?: string;
@@ -158,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     publicUrl,
     database,
     redisUrl,
+    redisPrefix: env.REDIS_PREFIX ?? 'atrium:',
     adminEmail,
     adminPassword,
     jwtPrivateKey,

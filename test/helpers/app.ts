@@ -1,0 +1,62 @@
+import { randomBytes, generateKeyPairSync } from 'node:crypto';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createApp } from '../../src/app.factory.js';
+import { loadConfig, type AppConfig } from '../../src/config/config.js';
+
+export const ADMIN_EMAIL = 'admin@atrium.test';
+export const ADMIN_PASSWORD = 'admin-password-123';
+export const PUBLIC_URL = 'http://atrium.test';
+
+/** One signing key per test process, so two app instances in a test accept each other's tokens. */
+const SHARED_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+  type: 'pkcs8',
+  format: 'pem',
+}) as string;
+
+export const usingPostgres = (process.env.DATABASE_URL ?? '').startsWith('postgres');
+export const usingRedis = Boolean(process.env.REDIS_URL);
+
+/** A new database for a suite: SQLite in memory, or a fresh PostgreSQL schema of the test database. */
+export function freshDatabaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url?.startsWith('postgres')) {
+    return 'sqlite::memory:';
+  }
+  const u = new URL(url);
+  u.searchParams.set('schema', `atrium_t_${randomBytes(6).toString('hex')}`);
+  return u.toString();
+}
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  url: string;
+  config: AppConfig;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the real application on an ephemeral port: the same factory as main.ts, real database,
+ * real Redis when REDIS_URL is set. `env` overrides configuration variables.
+ */
+export async function startApp(env: Record<string, string | undefined> = {}): Promise<TestApp> {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    PUBLIC_URL: PUBLIC_URL,
+    DATABASE_URL: env.DATABASE_URL ?? freshDatabaseUrl(),
+    REDIS_URL: process.env.REDIS_URL,
+    // each app gets its own Redis namespace unless a test shares one between instances on purpose
+    REDIS_PREFIX: `atrium-test:${randomBytes(4).toString('hex')}:`,
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    JWT_PRIVATE_KEY: SHARED_KEY,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    RATE_LIMIT: '1000000',
+    AUTH_RATE_LIMIT: '1000000',
+    ...env,
+  });
+  const app = await createApp(config);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.getHttpServer().address() as { port: number };
+  return { app, config, url: `http://127.0.0.1:${address.port}`, close: () => app.close() };
+}
