@@ -49,7 +49,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     return503OnClosing: true,
   });
   const fastify = adapter.getInstance();
-  registerHttpHooks(fastify);
+  registerHttpHooks(adapter);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,

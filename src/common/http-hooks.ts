@@ -1,3 +1,4 @@
+import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { DomainError } from './errors.js';
 import { etagOf, noneMatchHits } from './etag.js';
@@ -125,7 +126,8 @@ class RouteTable {
  * OPTIONS/Allow, ETag + If-None-Match, and the JSON body types (merge patch in, text/plain out).
  * Registered on the Fastify instance before Nest adds its routes.
  */
-export function registerHttpHooks(fastify: FastifyInstance): void {
+export function registerHttpHooks(adapter: FastifyAdapter): void {
+  const fastify = adapter.getInstance() as unknown as FastifyInstance;
   const routes = new RouteTable();
   fastify.addHook('onRoute', (route) => routes.add(route.url, route.method));
 
@@ -136,7 +138,8 @@ export function registerHttpHooks(fastify: FastifyInstance): void {
     fastify.getDefaultJsonParser('error', 'error'),
   );
 
-  fastify.addHook('onRequest', (req, reply, done) => {
+  // The adapter's own request hook runs before its CORS hook, so a plain OPTIONS is answered here.
+  adapter.setOnRequestHook((req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     void reply.header('X-Request-Id', req.id);
     if (versioning(req, reply)) {
       return;
