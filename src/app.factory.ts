@@ -54,6 +54,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,
     abortOnError: false,
+    // Fastify parses JSON itself (see http-hooks.ts); Nest's extra parsers would accept form bodies.
+    bodyParser: false,
   });
   app.useLogger(app.get(Logger));
   app.flushLogs();
