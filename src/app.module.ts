@@ -9,6 +9,8 @@ import { EventsModule } from './events/events.module.js';
 import { HealthModule } from './health/health.module.js';
 import { loggerOptions } from './common/logging.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { OrdersModule } from './orders/orders.module.js';
+import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { UsersModule } from './users/users.module.js';
 
@@ -27,7 +29,10 @@ export class AppModule {
         MetricsModule,
         HealthModule,
         AuthModule,
+        // after AuthModule: the throttler guard needs the caller the auth guard sets
+        RateLimitModule,
         UsersModule,
+        OrdersModule,
       ],
     };
   }

@@ -1,0 +1,44 @@
+import { applyDecorators } from '@nestjs/common';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { ORDER_STATUSES } from '../order.js';
+
+/**
+ * The validation rules of an order's members, defined once and applied to the REST body (snake_case)
+ * and the GraphQL inputs (camelCase) alike (STYLE.md habit 4).
+ */
+export const MAX_ITEMS = 100;
+export const MAX_QUANTITY = 10_000;
+/** 1 000 000.00 in minor units: with MAX_ITEMS and MAX_QUANTITY a total stays below 2^53. */
+export const MAX_UNIT_PRICE_CENTS = 100_000_000;
+
+/** ISO 4217 codes this runtime knows (ICU); a well-formed but unknown code such as `ABC` is refused. */
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
+
+const upper = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.trim().toUpperCase() : value;
+
+export const SkuRules = () =>
+  applyDecorators(
+    IsString(),
+    Length(1, 64),
+    Matches(/^[A-Za-z0-9._:/-]+$/, {
+      message: 'sku may contain letters, digits and . _ : / - only',
+    }),
+  );
+
+export const QuantityRules = () => applyDecorators(IsInt(), Min(1), Max(MAX_QUANTITY));
+
+export const UnitPriceRules = () => applyDecorators(IsInt(), Min(0), Max(MAX_UNIT_PRICE_CENTS));
+
+export const CurrencyRules = () =>
+  applyDecorators(
+    Transform(upper),
+    IsString(),
+    IsIn([...CURRENCIES], { message: 'currency must be an ISO 4217 code such as EUR or USD' }),
+  );
+
+export const StatusRules = () =>
+  applyDecorators(
+    IsIn(ORDER_STATUSES, { message: `status must be one of ${ORDER_STATUSES.join(', ')}` }),
+  );

@@ -1,0 +1,99 @@
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
+import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
+import type { Caller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { linkHeader } from '../common/list-query.js';
+import { PublicUrl } from '../common/public-url.js';
+import { CreateOrderBody, UpdateOrderBody } from './dto/order.inputs.js';
+import type { Order } from './order.js';
+import { toRestOrder } from './orders.mapper.js';
+import { OrdersService, type OrderPrecondition } from './orders.service.js';
+
+/** `If-Match` compared with the ETag a GET of the order would carry. */
+function ifMatch(header: string | undefined): OrderPrecondition | undefined {
+  return header
+    ? (order: Order) => ifMatchHits(header, resourceEtag(toRestOrder(order)))
+    : undefined;
+}
+
+/**
+ * Orders: listed and created under their user, read and changed by id. Any authenticated caller
+ * reaches the service, which answers 403 for GUESTs so that the rule lives in one place.
+ */
+@ApiTags('orders')
+@ApiBearerAuth()
+@ApiBasicAuth()
+@ApiSecurity('api_key')
+@Controller()
+@Authenticated({ role: Role.GUEST })
+export class OrdersController {
+  constructor(
+    private readonly orders: OrdersService,
+    private readonly publicUrl: PublicUrl,
+  ) {}
+
+  @Get('users/:id/orders')
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Param('id') userId: string,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.orders.listForUser(caller, userId, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    return { data: page.data.map(toRestOrder), meta: page.meta };
+  }
+
+  @Post('users/:id/orders')
+  async create(
+    @CurrentCaller() caller: Caller,
+    @Param('id') userId: string,
+    @Body() body: CreateOrderBody,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const order = await this.orders.create(caller, userId, {
+      currency: body.currency,
+      items: body.items.map((i) => ({
+        sku: i.sku,
+        quantity: i.quantity,
+        unitPriceCents: i.unit_price_cents,
+      })),
+    });
+    void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/orders/${order.id}`);
+    return { data: toRestOrder(order) };
+  }
+
+  @Get('orders/:id')
+  async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return { data: toRestOrder(await this.orders.get(caller, id)) };
+  }
+
+  @Patch('orders/:id')
+  async update(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() body: UpdateOrderBody,
+    @Headers('if-match') ifMatchHeader?: string,
+  ) {
+    return {
+      data: toRestOrder(
+        await this.orders.updateStatus(caller, id, body.status, ifMatch(ifMatchHeader)),
+      ),
+    };
+  }
+}
