@@ -9,6 +9,7 @@
 //   BENCH_SERVER_CPU, BENCH_CLIENT_CPU   CPUs for servers / load generator when taskset exists
 //                       (default: the first two CPUs this process may use)
 //   BENCH_NO_PIN=1      do not pin anything
+//   BENCH_APP_NODE_ARGS extra node flags for the app, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
 // See bench/README.md for how to read the table.
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
@@ -176,7 +177,8 @@ async function main() {
     ADMIN_PASSWORD,
     RATE_LIMIT: '100000000',
   });
-  const appProc = startChild('app', [mainJs], appEnv, pin?.server);
+  const appNodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const appProc = startChild('app', [...appNodeArgs, mainJs], appEnv, pin?.server);
   await waitReady(appProc, `${app}/health/ready`);
   console.log(`app ready on ${app} (log: ${appProc.logFile})`);
 
