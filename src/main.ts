@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory.js';
 import { ConfigError, loadConfigFromEnvironment, type AppConfig } from './config/config.js';
 
@@ -15,4 +16,4 @@ try {
 
 const app = await createApp(config);
 await app.listen({ port: config.port, host: config.host });
-app.getHttpAdapter().getInstance().log.info(`Atrium listening on ${config.publicUrl}`);
+new Logger('Atrium').log(`Listening on ${config.host}:${config.port} (public URL ${config.publicUrl})`);

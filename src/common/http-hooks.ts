@@ -166,7 +166,18 @@ export function registerHttpHooks(adapter: FastifyAdapter): void {
     done();
   });
 
+  // Graceful shutdown: responses finished after close() began tell keep-alive clients to hang up,
+  // so the server can close once in-flight requests are done instead of waiting out idle sockets.
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+
   fastify.addHook('onSend', (req, reply, payload, done) => {
+    if (closing) {
+      void reply.header('Connection', 'close');
+    }
     if (
       (req.method === 'GET' || req.method === 'HEAD') &&
       reply.statusCode === 200 &&
