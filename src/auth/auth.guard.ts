@@ -1,8 +1,9 @@
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, Forbidden } from '../common/errors.js';
+import { RateLimitService } from '../rate-limit/rate-limit.service.js';
 import { AUTH_METADATA, type AuthRequirement } from './auth.decorators.js';
 import { hasRole, type Caller } from './caller.js';
 import { Role } from './role.js';
@@ -28,7 +29,10 @@ export function unauthorized(message: string): DomainError {
  */
 @Injectable()
 export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
-  constructor(private readonly reflector: Reflector) {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly limits: RateLimitService,
+  ) {
     super();
   }
 
@@ -49,7 +53,16 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
       if (!hasCredentials(req)) {
         throw unauthorized('Authentication required');
       }
-      await super.canActivate(context);
+      // failed checks count against the address's auth bucket; over it, 429 before verifying again
+      await this.limits.assertCredentialChecksAllowed(req, context.switchToHttp().getResponse<FastifyReply>());
+      try {
+        await super.canActivate(context);
+      } catch (err) {
+        if (err instanceof DomainError && err.code === 'unauthorized') {
+          await this.limits.recordFailedCredentials(req);
+        }
+        throw err;
+      }
       req.caller = req.user;
     }
     if (!hasRole(req.caller, requirement.role ?? Role.GUEST)) {

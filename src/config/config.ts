@@ -24,6 +24,13 @@ export interface AppConfig {
   rateLimit: number;
   rateLimitWindowS: number;
   authRateLimit: number;
+  /** Rate limiting (docs/rate-limits.md): the switch exists for the limiter-overhead benchmark. */
+  rateLimitEnabled: boolean;
+  authRateLimitWindowS: number;
+  graphqlCostBudget: number;
+  graphqlCostWindowS: number;
+  wsMaxConnectionsPerIdentity: number;
+  wsMaxOperationsPerConnection: number;
   trustedProxies: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   graphqlIntrospection: boolean;
@@ -170,6 +177,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     rateLimit: int(env, 'RATE_LIMIT', 300, 1, 1_000_000_000),
     rateLimitWindowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     authRateLimit: int(env, 'AUTH_RATE_LIMIT', 10, 1, 1_000_000_000),
+    rateLimitEnabled: bool(env, 'RATE_LIMIT_ENABLED', true),
+    authRateLimitWindowS: int(env, 'AUTH_RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
+    graphqlCostBudget: int(env, 'GRAPHQL_COST_BUDGET', 10_000, 1, 1_000_000_000),
+    graphqlCostWindowS: int(env, 'GRAPHQL_COST_WINDOW_S', 60, 1, 86_400),
+    wsMaxConnectionsPerIdentity: int(env, 'WS_MAX_CONNECTIONS_PER_IDENTITY', 10, 1, 1_000_000),
+    wsMaxOperationsPerConnection: int(env, 'WS_MAX_OPERATIONS_PER_CONNECTION', 50, 1, 1_000_000),
     trustedProxies: (env.TRUSTED_PROXIES ?? '')
       .split(',')
       .map((p) => p.trim())

@@ -1,0 +1,217 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from './helpers/app.js';
+import { createApiKey } from './helpers/factories.js';
+import { client, request } from './helpers/http.js';
+import { rateHeaders, signUp } from './helpers/rate-limit.js';
+
+const basic = (email: string, password: string) => `Basic ${Buffer.from(`${email}:${password}`).toString('base64')}`;
+
+describe('REST request limits per identity', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ RATE_LIMIT: '4', RATE_LIMIT_WINDOW_S: '2' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('carries RateLimit-* headers, then answers 429 with Retry-After and the envelope', async () => {
+    const u = await signUp(t.url);
+    for (let i = 0; i < 4; i++) {
+      const res = await u.client.get('/api/v1/auth/me');
+      expect(res.status).toBe(200);
+      const h = rateHeaders(res);
+      expect(h).toMatchObject({ limit: 4, remaining: 3 - i, retryAfter: null });
+      expect(h.reset).toBeGreaterThanOrEqual(1);
+      expect(h.reset).toBeLessThanOrEqual(2);
+    }
+    const refused = await u.client.get('/api/v1/auth/me');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/retry in \d+ s/) } });
+    const h = rateHeaders(refused);
+    expect(h).toMatchObject({ limit: 4, remaining: 0 });
+    expect(h.retryAfter).toBeGreaterThanOrEqual(1);
+    expect(h.retryAfter).toBeLessThanOrEqual(2);
+    expect(refused.headers.get('access-control-expose-headers') ?? 'Retry-After').toContain('Retry-After');
+  });
+
+  it('counts every route and method against the same identity bucket', async () => {
+    const u = await signUp(t.url);
+    expect((await u.client.get('/api/v1/auth/me')).status).toBe(200);
+    expect((await u.client.get(`/api/v1/users/${u.id}`)).status).toBe(200);
+    expect((await u.client.get('/api/v1/api-keys')).status).toBe(200);
+    const last = await u.client.patch(`/api/v1/users/${u.id}`, { name: 'Renamed' }, { headers: { 'content-type': 'application/merge-patch+json' } });
+    expect(rateHeaders(last).remaining).toBe(0);
+    expect((await u.client.get(`/api/v1/users/${u.id}`)).status).toBe(429);
+  });
+
+  it('opens the bucket again when the window ends', async () => {
+    const u = await signUp(t.url);
+    for (let i = 0; i < 4; i++) {
+      expect((await u.client.get('/api/v1/auth/me')).status).toBe(200);
+    }
+    const refused = await u.client.get('/api/v1/auth/me');
+    expect(refused.status).toBe(429);
+    await sleep(rateHeaders(refused).retryAfter! * 1000 + 100);
+    const again = await u.client.get('/api/v1/auth/me');
+    expect(again.status).toBe(200);
+    expect(rateHeaders(again)).toMatchObject({ limit: 4, remaining: 3 });
+  });
+
+  it('keeps a bucket per identity: one user over the limit does not limit another', async () => {
+    const [a, b] = await Promise.all([signUp(t.url), signUp(t.url)]);
+    for (let i = 0; i < 4; i++) {
+      await a.client.get('/api/v1/auth/me');
+    }
+    expect((await a.client.get('/api/v1/auth/me')).status).toBe(429);
+    const other = await b.client.get('/api/v1/auth/me');
+    expect(other.status).toBe(200);
+    expect(rateHeaders(other).remaining).toBe(3);
+  });
+
+  it('counts an API key and its owner’s JWT as separate identities', async () => {
+    const owner = await signUp(t.url);
+    const key = await createApiKey(owner.client); // one request of the owner's JWT bucket
+    const byKey = client(t.url, { apiKey: key.key });
+    for (let i = 0; i < 4; i++) {
+      const res = await byKey.get('/api/v1/auth/me');
+      expect(res.status).toBe(200);
+      expect(res.body.data.auth.key_id).toBe(key.id);
+      expect(rateHeaders(res).remaining).toBe(3 - i);
+    }
+    expect((await byKey.get('/api/v1/auth/me')).status).toBe(429);
+    const byJwt = await owner.client.get('/api/v1/auth/me');
+    expect(byJwt.status).toBe(200);
+    expect(rateHeaders(byJwt).remaining).toBe(2);
+  });
+
+  it('does not limit the health probes and metrics (not API routes)', async () => {
+    for (let i = 0; i < 8; i++) {
+      const res = await request(t.url, '/health/live');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('ratelimit-limit')).toBeNull();
+    }
+  });
+});
+
+describe('per-address auth bucket (credential endpoints and failed credential checks)', () => {
+  let t: TestApp;
+  let u: Awaited<ReturnType<typeof signUp>>;
+  const from = (ip: string, headers: Record<string, string> = {}) => ({ ...headers, 'x-forwarded-for': ip });
+
+  beforeAll(async () => {
+    // 127.0.0.1 is a trusted proxy here, so each test can speak from its own client address
+    t = await startApp({ AUTH_RATE_LIMIT: '3', AUTH_RATE_LIMIT_WINDOW_S: '2', TRUSTED_PROXIES: '127.0.0.1' });
+    u = await signUp(t.url, '10.0.0.1');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('counts every POST /auth/token per address, then 429 even for the right password', async () => {
+    const ip = '10.0.1.1';
+    for (let i = 0; i < 3; i++) {
+      const res = await request(t.url, '/api/v1/auth/token', {
+        method: 'POST',
+        body: { email: u.email, password: 'wrong-password-123' },
+        headers: from(ip),
+      });
+      expect(res.status).toBe(401);
+      expect(rateHeaders(res)).toMatchObject({ limit: 3, remaining: 2 - i });
+    }
+    const refused = await request(t.url, '/api/v1/auth/token', {
+      method: 'POST',
+      body: { email: u.email, password: u.password },
+      headers: from(ip),
+    });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('rate_limited');
+    expect(rateHeaders(refused).retryAfter).toBeGreaterThanOrEqual(1);
+    // /auth/refresh and /auth/register share the address's bucket
+    const refresh = await request(t.url, '/api/v1/auth/refresh', { method: 'POST', body: { refresh_token: 'rt_x' }, headers: from(ip) });
+    expect(refresh.status).toBe(429);
+    // another address is not affected
+    const other = await request(t.url, '/api/v1/auth/token', {
+      method: 'POST',
+      body: { email: u.email, password: u.password },
+      headers: from('10.0.1.2'),
+    });
+    expect(other.status).toBe(200);
+    expect(rateHeaders(other)).toMatchObject({ limit: 3, remaining: 2 });
+  });
+
+  it('counts failed Basic, API-key and Bearer checks, then refuses even valid credentials from that address', async () => {
+    const ip = '10.0.2.1';
+    const failures: Record<string, string>[] = [
+      { authorization: basic(u.email, 'wrong-password-123') },
+      { 'x-api-key': 'ak_this_key_does_not_exist_0000' },
+      { authorization: 'Bearer not.a.jwt' },
+    ];
+    for (const headers of failures) {
+      const res = await request(t.url, '/api/v1/auth/me', { headers: from(ip, headers) });
+      expect(res.status).toBe(401);
+    }
+    const valid = await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: `Bearer ${u.token}` }) });
+    expect(valid.status).toBe(429);
+    expect(valid.body.error.code).toBe('rate_limited');
+    expect(rateHeaders(valid)).toMatchObject({ limit: 3, remaining: 0 });
+    expect(rateHeaders(valid).retryAfter).toBeGreaterThanOrEqual(1);
+    // the same credentials from elsewhere work, and the address recovers after the window
+    expect((await request(t.url, '/api/v1/auth/me', { headers: from('10.0.2.2', { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
+    await sleep(rateHeaders(valid).retryAfter! * 1000 + 100);
+    expect((await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
+  });
+
+  it('does not count successful credential checks', async () => {
+    const ip = '10.0.3.1';
+    for (let i = 0; i < 5; i++) {
+      const res = await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: basic(u.email, u.password) }) });
+      expect(res.status).toBe(200);
+    }
+  });
+
+  it('does not count requests without credentials (401 without a check)', async () => {
+    const ip = '10.0.4.1';
+    for (let i = 0; i < 5; i++) {
+      expect((await request(t.url, '/api/v1/auth/me', { headers: from(ip) })).status).toBe(401);
+    }
+    expect((await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
+  });
+});
+
+describe('client address', () => {
+  it('ignores X-Forwarded-For unless the peer is a trusted proxy', async () => {
+    const t = await startApp({ AUTH_RATE_LIMIT: '2', AUTH_RATE_LIMIT_WINDOW_S: '30' });
+    try {
+      const statuses: number[] = [];
+      for (const ip of ['10.1.0.1', '10.1.0.2', '10.1.0.3']) {
+        const res = await request(t.url, '/api/v1/auth/token', {
+          method: 'POST',
+          body: { email: 'nobody@example.com', password: 'wrong-password-123' },
+          headers: { 'x-forwarded-for': ip },
+        });
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([401, 401, 429]);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('RATE_LIMIT_ENABLED=false', () => {
+  it('limits nothing and sends no RateLimit headers', async () => {
+    const t = await startApp({ RATE_LIMIT: '1', AUTH_RATE_LIMIT: '1', RATE_LIMIT_ENABLED: 'false' });
+    try {
+      const u = await signUp(t.url);
+      for (let i = 0; i < 3; i++) {
+        const res = await u.client.get('/api/v1/auth/me');
+        expect(res.status).toBe(200);
+        expect(res.headers.get('ratelimit-limit')).toBeNull();
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});
