@@ -8,6 +8,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
 import { HealthModule } from './health/health.module.js';
 import { loggerOptions } from './common/logging.js';
+import { MessagesModule } from './messages/messages.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
@@ -33,6 +34,7 @@ export class AppModule {
         RateLimitModule,
         UsersModule,
         OrdersModule,
+        MessagesModule,
       ],
     };
   }

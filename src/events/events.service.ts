@@ -1,22 +1,165 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { PubSubEngine } from 'graphql-subscriptions';
+import { EventEmitter } from 'node:events';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
+import type { Message } from '../messages/message.js';
 import type { User } from '../users/user.js';
+import { RoomSequencer } from './room-sequencer.js';
 
+/** The shared bus between instances: RedisPubSub with REDIS_URL, in-process PubSub without. */
 export const PUB_SUB = Symbol('PUB_SUB');
 
-export const TOPICS = {
-  userUpdated: 'userUpdated',
+/** Channels on the shared bus (prefixed with REDIS_PREFIX on Redis). */
+export const CHANNELS = {
+  userUpdated: 'events:userUpdated',
+  messageSent: 'events:messageSent',
 } as const;
 
+/** Topics of this instance's local fan-out, which the GraphQL subscriptions listen to. */
+export const TOPICS = {
+  newMessage: 'newMessage',
+  messageAdded: (roomId: string) => `messageAdded:${roomId}`,
+  userUpdated: (userId: string) => `userUpdated:${userId}`,
+} as const;
+
+/** A sent message on the bus: `seq` is its room's sequence number (commit order, see RoomSequencer). */
+export interface MessageSentEvent {
+  message: Message;
+  seq: number;
+}
+
+interface UserUpdatedEvent {
+  user: User;
+}
+
 /**
- * Domain events, published by services after their transaction commits (never from inside it), so
- * a rolled-back change publishes nothing. Subscribers (GraphQL subscriptions) read the same PubSub.
+ * Domain events. Services publish them after their transaction commits (never from inside it), so a
+ * rolled-back change publishes nothing.
+ *
+ * Two stages: the shared bus (PUB_SUB) carries each event once per instance; every instance holds one
+ * subscription per channel on it, restores per-room commit order and fans the event out locally to
+ * its GraphQL subscribers, one local topic per room / user id (no per-subscriber filtering, no
+ * per-subscriber Redis subscription). See docs/realtime.md.
  */
 @Injectable()
-export class EventsService {
-  constructor(@Inject(PUB_SUB) readonly pubSub: PubSubEngine) {}
+export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(EventsService.name);
+  private readonly emitter = new EventEmitter();
+  /** Local fan-out to this instance's subscribers. */
+  readonly local: PubSub;
+  private readonly sequencer = new RoomSequencer<MessageSentEvent & { roomId: string }>((e) =>
+    this.deliverMessage(e.message),
+  );
+  private busSubscriptions: number[] = [];
+
+  constructor(@Inject(PUB_SUB) readonly pubSub: PubSubEngine) {
+    this.emitter.setMaxListeners(0); // one listener per subscriber: hundreds per room are normal
+    this.local = new PubSub({ eventEmitter: this.emitter });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const subscribed = Promise.all([
+      this.pubSub.subscribe(
+        CHANNELS.messageSent,
+        (e: MessageSentEvent) => this.onMessageSent(e),
+        {},
+      ),
+      this.pubSub.subscribe(
+        CHANNELS.userUpdated,
+        (e: UserUpdatedEvent) => this.onUserUpdated(e),
+        {},
+      ),
+    ]).then((ids) => {
+      this.busSubscriptions = ids;
+    });
+    // With Redis down at boot the subscriptions wait in the subscriber's queue and complete when it
+    // connects; the app still starts (events sent meanwhile are lost: at most once).
+    const timeout = new Promise<'timeout'>((resolve) =>
+      setTimeout(() => resolve('timeout'), 3_000).unref(),
+    );
+    if ((await Promise.race([subscribed, timeout])) === 'timeout') {
+      this.logger.warn(
+        'event bus subscriptions still pending (Redis unreachable?); they complete on connect',
+      );
+    }
+    subscribed.catch((err: unknown) =>
+      this.logger.error({ err }, 'could not subscribe to the event bus'),
+    );
+  }
+
+  onModuleDestroy(): void {
+    for (const id of this.busSubscriptions) {
+      try {
+        this.pubSub.unsubscribe(id);
+      } catch {
+        // already gone
+      }
+    }
+    this.busSubscriptions = [];
+    this.sequencer.close();
+    this.emitter.removeAllListeners();
+  }
+
+  // ---- publishing (after commit) -----------------------------------------------------------
 
   userUpdated(user: User): Promise<void> {
-    return this.pubSub.publish(TOPICS.userUpdated, { userUpdated: user });
+    return this.publish(CHANNELS.userUpdated, { user } satisfies UserUpdatedEvent);
+  }
+
+  messageSent(message: Message, seq: number): Promise<void> {
+    return this.publish(CHANNELS.messageSent, { message, seq } satisfies MessageSentEvent);
+  }
+
+  // ---- subscribing (this instance's subscribers) -------------------------------------------
+
+  newMessages(): AsyncIterableIterator<Message> {
+    return this.local.asyncIterableIterator<Message>(TOPICS.newMessage);
+  }
+
+  roomMessages(roomId: string): AsyncIterableIterator<Message> {
+    return this.local.asyncIterableIterator<Message>(TOPICS.messageAdded(roomId));
+  }
+
+  userUpdates(userId: string): AsyncIterableIterator<User> {
+    return this.local.asyncIterableIterator<User>(TOPICS.userUpdated(userId));
+  }
+
+  /** Subscribers of a local topic on this instance (tests wait on it before triggering events). */
+  listenerCount(topic: string): number {
+    return this.emitter.listenerCount(topic);
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  /** A failed publish (Redis down) loses the event, logged: the change itself has committed. */
+  private async publish(channel: string, payload: object): Promise<void> {
+    try {
+      await this.pubSub.publish(channel, payload);
+    } catch (err) {
+      this.logger.warn({ err }, `event on ${channel} lost: the bus is unavailable`);
+    }
+  }
+
+  private onMessageSent(e: MessageSentEvent): void {
+    if (!e?.message?.roomId || typeof e.seq !== 'number') {
+      return;
+    }
+    this.sequencer.push({ ...e, roomId: e.message.roomId });
+  }
+
+  private deliverMessage(message: Message): void {
+    void this.local.publish(TOPICS.newMessage, message);
+    void this.local.publish(TOPICS.messageAdded(message.roomId), message);
+  }
+
+  private onUserUpdated(e: UserUpdatedEvent): void {
+    if (e?.user?.id) {
+      void this.local.publish(TOPICS.userUpdated(e.user.id), e.user);
+    }
   }
 }

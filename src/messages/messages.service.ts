@@ -1,0 +1,180 @@
+import { Injectable } from '@nestjs/common';
+import { hasRole, type MaybeCaller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { BadRequest, Forbidden, NotFound } from '../common/errors.js';
+import { isId, newId, nowIso } from '../common/ids.js';
+import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { DatabaseService } from '../database/database.service.js';
+import { EventsService } from '../events/events.service.js';
+import type { SendMessageInput } from './dto/message.inputs.js';
+import type { Message } from './message.js';
+import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.mapper.js';
+import { RoomsService, requireCaller } from './rooms.service.js';
+
+export const MESSAGE_LIST_SPEC: ListSpec<never> = {
+  sortFields: ['created_at'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: {},
+};
+
+/** Messages sort by their room sequence: commit order, which is also created_at order in a room. */
+const SORT_COLUMNS = { created_at: 'seq' };
+
+/** A message with its room sequence number (GraphQL cursors use it). */
+export interface SequencedMessage {
+  message: Message;
+  seq: number;
+}
+
+/**
+ * Messages of a room. Lists are oldest first with page rules; because messages are only ever appended
+ * at the end, a page never shifts while new messages arrive. `after=<message id>` lists only what came
+ * after that message (how a client catches up after a reconnect: docs/realtime.md).
+ */
+@Injectable()
+export class MessagesService {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly rooms: RoomsService,
+    private readonly events: EventsService,
+  ) {}
+
+  async list(
+    caller: MaybeCaller,
+    roomId: string,
+    rawQuery: Record<string, unknown>,
+  ): Promise<Page<Message>> {
+    requireCaller(caller);
+    const query = parseListQuery(rawQuery, MESSAGE_LIST_SPEC);
+    await this.rooms.get(caller, roomId);
+    const params: unknown[] = [roomId];
+    let where = `room_id = ${this.db.p(1)}`;
+    if (rawQuery.after !== undefined) {
+      params.push(await this.seqOf(roomId, rawQuery.after));
+      where += ` AND seq > ${this.db.p(2)}`;
+    }
+    const [countRow] = await this.db.query<{ total: number | string }>(
+      `SELECT COUNT(*) AS total FROM messages WHERE ${where}`,
+      params,
+    );
+    const rows = await this.db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where} ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
+       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
+      params,
+    );
+    return {
+      data: rows.map(messageFromRow),
+      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
+    };
+  }
+
+  /** Keyset slice in room order for GraphQL `Room.messages(first, after)`; `afterSeq` from the cursor. */
+  async slice(
+    caller: MaybeCaller,
+    roomId: string,
+    opts: { first: number; afterSeq?: number },
+  ): Promise<{ messages: SequencedMessage[]; hasMore: boolean }> {
+    requireCaller(caller);
+    const params: unknown[] = [roomId];
+    let where = `room_id = ${this.db.p(1)}`;
+    if (opts.afterSeq !== undefined) {
+      params.push(opts.afterSeq);
+      where += ` AND seq > ${this.db.p(2)}`;
+    }
+    const rows = await this.db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where} ORDER BY seq ASC LIMIT ${opts.first + 1}`,
+      params,
+    );
+    return {
+      messages: rows
+        .slice(0, opts.first)
+        .map((r) => ({ message: messageFromRow(r), seq: Number(r.seq) })),
+      hasMore: rows.length > opts.first,
+    };
+  }
+
+  async countInRoom(roomId: string): Promise<number> {
+    const [row] = await this.db.query<{ total: number | string }>(
+      `SELECT COUNT(*) AS total FROM messages WHERE room_id = ${this.db.p(1)}`,
+      [roomId],
+    );
+    return Number(row?.total ?? 0);
+  }
+
+  /** Messages by id in one statement (DataLoader batches, node(id:)). */
+  async findByIds(ids: readonly string[]): Promise<Message[]> {
+    const valid = ids.filter((id) => isId('message', id));
+    if (valid.length === 0) {
+      return [];
+    }
+    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
+    const rows = await this.db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE id IN (${params})`,
+      valid,
+    );
+    return rows.map(messageFromRow);
+  }
+
+  /**
+   * Sends a message (REST and GraphQL alike). The room's row is locked by the sequence increment, so
+   * concurrent sends to one room commit one after the other, in seq order; the event is published
+   * after the commit and carries the seq so every instance can deliver in that order.
+   */
+  async send(caller: MaybeCaller, roomId: string, input: SendMessageInput): Promise<Message> {
+    requireCaller(caller);
+    if (!hasRole(caller, Role.USER)) {
+      throw Forbidden('Guests may not send messages');
+    }
+    if (!isId('room', roomId)) {
+      throw NotFound('Room');
+    }
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
+      await manager.query(`UPDATE rooms SET last_seq = last_seq + 1 WHERE id = ${this.db.p(1)}`, [
+        roomId,
+      ]);
+      const [room] = await manager.query<{ last_seq: number | string }[]>(
+        `SELECT last_seq FROM rooms WHERE id = ${this.db.p(1)}`,
+        [roomId],
+      );
+      if (!room) {
+        throw NotFound('Room');
+      }
+      const seq = Number(room.last_seq);
+      // taken under the lock, so created_at follows seq within a room
+      const message: Message = {
+        id: newId('message'),
+        roomId,
+        authorId: caller.userId,
+        content: input.content,
+        createdAt: nowIso(),
+      };
+      await manager.query(
+        `INSERT INTO messages (id, room_id, author_id, content, created_at, seq)
+         VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.db.p(n)).join(', ')})`,
+        [message.id, roomId, message.authorId, message.content, message.createdAt, seq],
+      );
+      tx.afterCommit(() => this.events.messageSent(message, seq));
+      return message;
+    });
+  }
+
+  /** `after` of the REST list: the id of a message of this room. */
+  private async seqOf(roomId: string, after: unknown): Promise<number> {
+    const invalid = () =>
+      BadRequest('Invalid query parameters', [
+        { field: 'after', message: 'after must be the id of a message in this room' },
+      ]);
+    if (!isId('message', after)) {
+      throw invalid();
+    }
+    const rows = await this.db.query<{ seq: number | string }>(
+      `SELECT seq FROM messages WHERE id = ${this.db.p(1)} AND room_id = ${this.db.p(2)}`,
+      [after, roomId],
+    );
+    if (!rows[0]) {
+      throw invalid();
+    }
+    return Number(rows[0].seq);
+  }
+}

@@ -1,0 +1,81 @@
+import { Body, Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
+import type { Caller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { linkHeader } from '../common/list-query.js';
+import { PublicUrl } from '../common/public-url.js';
+import { CreateRoomInput, SendMessageInput } from './dto/message.inputs.js';
+import { toRestMessage, toRestRoom } from './messages.mapper.js';
+import { MessagesService } from './messages.service.js';
+import { RoomsService } from './rooms.service.js';
+
+/** Rooms and their messages. GUESTs read; USER and ADMIN create rooms and send messages. */
+@ApiTags('rooms')
+@ApiBearerAuth()
+@ApiBasicAuth()
+@ApiSecurity('api_key')
+@Controller('rooms')
+@Authenticated({ role: Role.GUEST })
+export class RoomsController {
+  constructor(
+    private readonly rooms: RoomsService,
+    private readonly messages: MessagesService,
+    private readonly publicUrl: PublicUrl,
+  ) {}
+
+  @Get()
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.rooms.list(caller, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    return { data: page.data.map(toRestRoom), meta: page.meta };
+  }
+
+  @Post()
+  async create(
+    @CurrentCaller() caller: Caller,
+    @Body() input: CreateRoomInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const room = await this.rooms.create(caller, input);
+    void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/rooms/${room.id}`);
+    return { data: toRestRoom(room) };
+  }
+
+  @Get(':id')
+  async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return { data: toRestRoom(await this.rooms.get(caller, id)) };
+  }
+
+  @Get(':id/messages')
+  async listMessages(
+    @CurrentCaller() caller: Caller,
+    @Param('id') roomId: string,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.messages.list(caller, roomId, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    return { data: page.data.map(toRestMessage), meta: page.meta };
+  }
+
+  /** 201 with the message (messages have no URL of their own, hence no Location). */
+  @Post(':id/messages')
+  async send(
+    @CurrentCaller() caller: Caller,
+    @Param('id') roomId: string,
+    @Body() input: SendMessageInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const message = await this.messages.send(caller, roomId, input);
+    void reply.code(201);
+    return { data: toRestMessage(message) };
+  }
+}

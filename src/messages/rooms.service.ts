@@ -1,0 +1,124 @@
+import { Injectable } from '@nestjs/common';
+import { hasRole, type Caller, type MaybeCaller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { Conflict, Forbidden, NotFound, Unauthorized } from '../common/errors.js';
+import { isId, newId, nowIso } from '../common/ids.js';
+import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { DatabaseService } from '../database/database.service.js';
+import type { CreateRoomInput } from './dto/message.inputs.js';
+import type { Room } from './message.js';
+import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.mapper.js';
+
+export const ROOM_LIST_SPEC: ListSpec<never> = {
+  sortFields: ['created_at', 'name'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: {},
+};
+
+const SORT_COLUMNS = { created_at: 'created_at', name: 'name' };
+
+/** Rooms: every authenticated caller reads them; USER and ADMIN create them (DESIGN.md section 7). */
+@Injectable()
+export class RoomsService {
+  constructor(private readonly db: DatabaseService) {}
+
+  async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Room>> {
+    requireCaller(caller);
+    const query = parseListQuery(rawQuery, ROOM_LIST_SPEC);
+    const [countRow] = await this.db.query<{ total: number | string }>(
+      'SELECT COUNT(*) AS total FROM rooms',
+    );
+    const rows = await this.db.query<RoomRow>(
+      `SELECT ${ROOM_COLUMNS} FROM rooms ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
+       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
+    );
+    return {
+      data: rows.map(roomFromRow),
+      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
+    };
+  }
+
+  /** Keyset slice in creation order (ids are ULIDs) for GraphQL `rooms`. */
+  async slice(
+    caller: MaybeCaller,
+    opts: { first: number; afterId?: string },
+  ): Promise<{ rooms: Room[]; hasMore: boolean }> {
+    requireCaller(caller);
+    const params: unknown[] = [];
+    let where = '';
+    if (opts.afterId) {
+      params.push(opts.afterId);
+      where = `WHERE id > ${this.db.p(1)}`;
+    }
+    const rows = await this.db.query<RoomRow>(
+      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY id ASC LIMIT ${opts.first + 1}`,
+      params,
+    );
+    return { rooms: rows.slice(0, opts.first).map(roomFromRow), hasMore: rows.length > opts.first };
+  }
+
+  async count(): Promise<number> {
+    const [row] = await this.db.query<{ total: number | string }>(
+      'SELECT COUNT(*) AS total FROM rooms',
+    );
+    return Number(row?.total ?? 0);
+  }
+
+  async get(caller: MaybeCaller, id: string): Promise<Room> {
+    requireCaller(caller);
+    const room = await this.findById(id);
+    if (!room) {
+      throw NotFound('Room');
+    }
+    return room;
+  }
+
+  async findById(id: string): Promise<Room | undefined> {
+    return (await this.findByIds([id]))[0];
+  }
+
+  /** Rooms by id in one statement (DataLoader batches land here). */
+  async findByIds(ids: readonly string[]): Promise<Room[]> {
+    const valid = ids.filter((id) => isId('room', id));
+    if (valid.length === 0) {
+      return [];
+    }
+    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
+    const rows = await this.db.query<RoomRow>(
+      `SELECT ${ROOM_COLUMNS} FROM rooms WHERE id IN (${params})`,
+      valid,
+    );
+    return rows.map(roomFromRow);
+  }
+
+  async create(caller: MaybeCaller, input: CreateRoomInput): Promise<Room> {
+    requireCaller(caller);
+    if (!hasRole(caller, Role.USER)) {
+      throw Forbidden('Guests may not create rooms');
+    }
+    const room: Room = { id: newId('room'), name: input.name, createdAt: nowIso() };
+    try {
+      await this.db.transaction(({ manager }) =>
+        manager.query(
+          `INSERT INTO rooms (id, name, created_by, created_at, last_seq)
+           VALUES (${this.db.p(1)}, ${this.db.p(2)}, ${this.db.p(3)}, ${this.db.p(4)}, 0)`,
+          [room.id, room.name, caller.userId, room.createdAt],
+        ),
+      );
+    } catch (err) {
+      if (this.db.isUniqueViolation(err)) {
+        throw Conflict('A room with this name already exists', [
+          { field: 'name', message: 'name is already in use' },
+        ]);
+      }
+      throw err;
+    }
+    return room;
+  }
+}
+
+export function requireCaller(caller: MaybeCaller): asserts caller is Caller {
+  if (!caller) {
+    throw Unauthorized();
+  }
+}
