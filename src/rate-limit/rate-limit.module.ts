@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { RedisConnections } from '../redis/redis.module.js';
+import { GraphqlRateLimitPlugin } from './graphql-rate-limit.plugin.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { BUCKET_AUTH, BUCKET_REQUESTS, CREDENTIAL_ROUTES, RateLimitService } from './rate-limit.service.js';
 import { createRateLimitStore, RateLimitStore } from './rate-limit.store.js';
@@ -64,6 +65,6 @@ export class RateLimitCoreModule {}
       }),
     }),
   ],
-  providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
+  providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }, GraphqlRateLimitPlugin],
 })
 export class RateLimitModule {}

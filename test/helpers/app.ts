@@ -53,6 +53,9 @@ export async function startApp(env: Record<string, string | undefined> = {}): Pr
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     RATE_LIMIT: '1000000',
     AUTH_RATE_LIMIT: '1000000',
+    GRAPHQL_COST_BUDGET: '1000000000',
+    WS_MAX_CONNECTIONS_PER_IDENTITY: '1000000',
+    WS_MAX_OPERATIONS_PER_CONNECTION: '1000000',
     ...env,
   });
   const app = await createApp(config);
