@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 3000,
+      publicUrl: 'http://localhost:3000',
+      database: { type: 'sqlite', path: 'data/atrium.sqlite' },
+      redisUrl: undefined,
+      rateLimit: 300,
+      rateLimitWindowS: 60,
+      authRateLimit: 10,
+      logLevel: 'info',
+      corsOrigins: ['https://studio.apollographql.com', 'http://localhost:*'],
+    });
+  });
+
+  it('parses PostgreSQL URLs and an optional schema', () => {
+    const c = loadConfig({ DATABASE_URL: 'postgres://u@h:5432/db?schema=atrium_x' });
+    expect(c.database).toEqual({ type: 'postgres', url: 'postgres://u@h:5432/db', schema: 'atrium_x' });
+  });
+
+  it('treats empty values as unset', () => {
+    const c = loadConfig({ PORT: '', REDIS_URL: '', ADMIN_EMAIL: '', ADMIN_PASSWORD: '', JWT_PRIVATE_KEY: '' });
+    expect(c.port).toBe(3000);
+    expect(c.redisUrl).toBeUndefined();
+    expect(c.adminEmail).toBeUndefined();
+  });
+
+  it.each([
+    [{ PORT: '70000' }, 'PORT'],
+    [{ PORT: '-1' }, 'PORT'],
+    [{ DATABASE_URL: 'sqlite:' }, 'DATABASE_URL'],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    [{ PUBLIC_URL: 'ftp://x' }, 'PUBLIC_URL'],
+    [{ ADMIN_EMAIL: 'a@b.co' }, 'ADMIN_PASSWORD'],
+    [{ ADMIN_EMAIL: 'nope', ADMIN_PASSWORD: 'long-enough-password' }, 'ADMIN_EMAIL'],
+    [{ JWT_PRIVATE_KEY: 'secret' }, 'JWT_PRIVATE_KEY'],
+    [{ RATE_LIMIT: '0' }, 'RATE_LIMIT'],
+    [{ GRAPHQL_INTROSPECTION: 'maybe' }, 'GRAPHQL_INTROSPECTION'],
+    [{ NODE_ENV: 'staging' }, 'NODE_ENV'],
+  ])('rejects %o naming %s', (env, name) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(new RegExp(`^Invalid configuration: ${name} `));
+  });
+});
