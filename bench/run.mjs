@@ -78,6 +78,22 @@ function buildScenarios(ctx) {
       url: `${ctx.app}${userPath}`,
       headers: { 'x-api-key': ctx.apiKey },
     },
+    // the rate limiter's cost: the same request on two more app instances, limiter on (counters in
+    // Redis when REDIS_URL is set, else in process) and off (RATE_LIMIT_ENABLED=false)
+    {
+      name: 'rest-get-user-limiter-on',
+      target: 'limiter',
+      method: 'GET',
+      url: `${ctx.limiterOn}${userPath}`,
+      headers: { authorization: `Bearer ${ctx.token}` },
+    },
+    {
+      name: 'rest-get-user-limiter-off',
+      target: 'limiter',
+      method: 'GET',
+      url: `${ctx.limiterOff}${userPath}`,
+      headers: { authorization: `Bearer ${ctx.token}` },
+    },
   ];
 }
 
@@ -239,8 +255,30 @@ async function main() {
   }
   console.log(`bare server ready on ${bare}`);
 
+  // --- limiter on / off: same database, signing key and issuer, so the same token works ------------
+  const limiterUrls = {};
+  const dummy = { app: '', bare: '', token: '', apiKey: '', userId: '' };
+  if (selectScenarios(buildScenarios(dummy)).some((s) => s.target === 'limiter')) {
+    for (const [name, enabled] of [
+      ['limiterOn', 'true'],
+      ['limiterOff', 'false'],
+    ]) {
+      const port = await freePort();
+      const env = { ...appEnv, PORT: String(port), RATE_LIMIT_ENABLED: enabled };
+      if (process.env.REDIS_URL) {
+        Object.assign(env, { REDIS_URL: process.env.REDIS_URL, REDIS_PREFIX: `atrium-bench-${port}:` });
+      }
+      const proc = startChild(name, [...appNodeArgs, mainJs], env, pin?.server);
+      limiterUrls[name] = `http://127.0.0.1:${port}`;
+      await waitReady(proc, `${limiterUrls[name]}/health/ready`);
+    }
+    console.log(
+      `limiter on/off instances ready (${process.env.REDIS_URL ? 'counters in Redis' : 'in-process counters: set REDIS_URL for Redis'})`,
+    );
+  }
+
   // --- scenarios ----------------------------------------------------------------------------------
-  const all = buildScenarios({ app, bare, token, apiKey, userId });
+  const all = buildScenarios({ app, bare, token, apiKey, userId, ...limiterUrls });
   if (args.list) {
     for (const s of all) {
       console.log(`${s.name}\t${s.method} ${s.url}`);
@@ -285,6 +323,17 @@ async function main() {
     r.ratio = base && base.reqPerSec > 0 ? r.reqPerSec / base.reqPerSec : null;
   }
   printTable(results);
+  const on = results.find((r) => r.scenario === 'rest-get-user-limiter-on');
+  const off = results.find((r) => r.scenario === 'rest-get-user-limiter-off');
+  if (on?.reqPerSec > 0 && off?.reqPerSec > 0) {
+    // the server is pinned to one CPU and saturated: 1/throughput is its time per request
+    console.log(
+      `rate limiter overhead (${process.env.REDIS_URL ? 'Redis' : 'in-process'}): ` +
+        `${fmt(1e6 / on.reqPerSec - 1e6 / off.reqPerSec, 1)} µs per request, ` +
+        `${fmt((1 - on.reqPerSec / off.reqPerSec) * 100, 1)}% of throughput, ` +
+        `p50 ${on.p50Ms} vs ${off.p50Ms} ms\n`,
+    );
+  }
 
   if (args.json) {
     writeFileSync(
