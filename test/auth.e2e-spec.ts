@@ -198,7 +198,7 @@ describe('authentication', () => {
       expect(key.prefix).toBe(key.key.slice(0, 12));
 
       const ds = t.app.get(DataSource);
-      const stored = (await ds.query('SELECT key_hash FROM api_keys')) as { key_hash: string }[];
+      const stored = await ds.query<{ key_hash: string }[]>('SELECT key_hash FROM api_keys');
       expect(stored.some((r) => r.key_hash === key.key)).toBe(false); // only the hash is stored
       expect(stored.every((r) => /^[0-9a-f]{64}$/.test(r.key_hash))).toBe(true);
 

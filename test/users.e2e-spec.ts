@@ -8,10 +8,10 @@ import { client, type Client } from './helpers/http.js';
 async function storedUser(t: TestApp, id: string) {
   const ds = t.app.get(DataSource);
   const p = ds.options.type === 'postgres' ? '$1' : '?';
-  const rows = (await ds.query(
+  const rows = await ds.query<Record<string, unknown>[]>(
     `SELECT id, name, email, role, age, password_hash, deleted_at FROM users WHERE id = ${p}`,
     [id],
-  )) as Record<string, unknown>[];
+  );
   return rows[0];
 }
 

@@ -38,10 +38,10 @@ export class SessionService {
     const hash = sha256(refreshToken);
     const p = (n: number) => this.db.p(n);
     const userId = await this.db.transaction(async ({ manager }) => {
-      const rows = (await manager.query(
+      const rows = await manager.query<{ id: string; user_id: string; expires_at: string; used_at: string | null }[]>(
         `SELECT id, user_id, expires_at, used_at FROM refresh_tokens WHERE token_hash = ${p(1)}`,
         [hash],
-      )) as { id: string; user_id: string; expires_at: string; used_at: string | null }[];
+      );
       const row = rows[0];
       if (!row) {
         return undefined;

@@ -127,7 +127,7 @@ class RouteTable {
  * Registered on the Fastify instance before Nest adds its routes.
  */
 export function registerHttpHooks(adapter: FastifyAdapter): void {
-  const fastify = adapter.getInstance() as unknown as FastifyInstance;
+  const fastify: FastifyInstance = adapter.getInstance();
   const routes = new RouteTable();
   fastify.addHook('onRoute', (route) => routes.add(route.url, route.method));
 

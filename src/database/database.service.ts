@@ -32,7 +32,7 @@ export class DatabaseService {
 
   /** Raw read through the driver's cached prepared statements (the hot path: no query building). */
   async query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return (await this.dataSource.query(sql, params)) as T[];
+    return this.dataSource.query<T[]>(sql, params);
   }
 
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {
