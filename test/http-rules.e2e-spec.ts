@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
@@ -154,5 +155,30 @@ describe('HTTP rules of the resource API', () => {
       expect(ui.status).toBe(200);
       expect(ui.text).toContain('swagger');
     });
+  });
+});
+
+describe('readiness when a dependency is down', () => {
+  it('answers 503 with the failing check while liveness stays 200 (Redis unreachable)', async () => {
+    const t = await startApp({ REDIS_URL: 'redis://127.0.0.1:1' });
+    try {
+      const ready = await client(t.url).get('/health/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body.status).toBe('error');
+      expect(ready.body.error.redis.status).toBe('down');
+      expect(ready.body.info.database.status).toBe('up');
+      expect((await client(t.url).get('/health/live')).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('answers 503 when the database is gone', async () => {
+    const t = await startApp();
+    await t.app.get(DataSource).destroy();
+    const ready = await client(t.url).get('/health/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body.error.database.status).toBe('down');
+    await t.close();
   });
 });

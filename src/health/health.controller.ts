@@ -1,4 +1,4 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Res, ServiceUnavailableException } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import {
   HealthCheck,
@@ -7,6 +7,7 @@ import {
   TypeOrmHealthIndicator,
   type HealthIndicatorFunction,
 } from '@nestjs/terminus';
+import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Public } from '../auth/auth.decorators.js';
 import { RedisConnections } from '../redis/redis.module.js';
@@ -31,20 +32,33 @@ export class HealthController {
     return this.health.check([]);
   }
 
-  /** The database answers (and Redis, when configured). */
+  /** The database answers (and Redis, when configured); 503 with terminus' report otherwise. */
   @Get('ready')
   @HealthCheck()
-  ready() {
+  async ready(@Res({ passthrough: true }) reply: FastifyReply) {
+    try {
+      return await this.health.check(this.readinessChecks());
+    } catch (err) {
+      if (err instanceof ServiceUnavailableException) {
+        void reply.code(503);
+        return err.getResponse();
+      }
+      throw err;
+    }
+  }
+
+  private readinessChecks(): HealthIndicatorFunction[] {
     const checks: HealthIndicatorFunction[] = [() => this.db.pingCheck('database', { timeout: 1_000 })];
     if (this.redisConnections.enabled) {
       checks.push(() => this.pingRedis());
     }
-    return this.health.check(checks);
+    return checks;
   }
 
   private async pingRedis() {
     const indicator = this.indicators.check('redis');
-    this.redis ??= this.redisConnections.create('health', { commandTimeout: 500 });
+    // queue the ping while (re)connecting, but never wait more than half a second
+    this.redis ??= this.redisConnections.create('health', { commandTimeout: 500, enableOfflineQueue: true });
     try {
       await this.redis.ping();
       return indicator.up();
