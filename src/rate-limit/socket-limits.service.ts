@@ -5,11 +5,6 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 /** Anything that names one socket for its lifetime: an id, or the graphql-ws `Context` object itself. */
 export type SocketRef = string | object;
 
-interface OpenSocket {
-  identity: string;
-  operations: Set<string>;
-}
-
 /** The close code for "too many connections" (4000–4999 are the application's; 4429 mirrors HTTP 429). */
 export const CLOSE_TOO_MANY_CONNECTIONS = 4429;
 
@@ -20,14 +15,16 @@ export const CLOSE_TOO_MANY_CONNECTIONS = 4429;
  * counter in Redis would leak the connections of an instance that crashed.
  *
  * Wiring (graphql-ws server options):
- *   onConnect:   after the caller is known, `if (!limits.acquireConnection(ctx, identity))` close with
- *                CLOSE_TOO_MANY_CONNECTIONS (or return false);
- *   onSubscribe: `if (!limits.acquireOperation(ctx, id)) return [limits.tooManyOperationsError()]`;
- *   onComplete / onError: `limits.releaseOperation(ctx, id)`;   onClose: `limits.releaseConnection(ctx)`.
+ *   onConnect:   once the caller is known, `if (!limits.acquireConnection(ctx, identity))` close the
+ *                socket with CLOSE_TOO_MANY_CONNECTIONS and return false;
+ *   onClose:     `limits.releaseConnection(ctx)` (graphql-ws calls it for every socket, acknowledged or not);
+ *   onSubscribe: `if (!limits.operationAllowed(ctx)) return [limits.tooManyOperationsError()]`.
+ * Running operations are read from graphql-ws's own `ctx.subscriptions` (it adds an operation before
+ * onSubscribe and drops it however it ends), so there is nothing to release and nothing to leak.
  */
 @Injectable()
 export class SocketLimitsService {
-  private readonly sockets = new Map<SocketRef, OpenSocket>();
+  private readonly identities = new Map<SocketRef, string>();
   private readonly perIdentity = new Map<string, number>();
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
@@ -42,64 +39,44 @@ export class SocketLimitsService {
 
   /** Registers an open connection of `identity`; false (nothing registered) when it has too many. */
   acquireConnection(socket: SocketRef, identity: string): boolean {
-    const existing = this.sockets.get(socket);
-    if (existing) {
-      return existing.identity === identity;
+    const existing = this.identities.get(socket);
+    if (existing !== undefined) {
+      return existing === identity;
     }
     const open = this.perIdentity.get(identity) ?? 0;
     if (this.config.rateLimitEnabled && open >= this.maxConnections) {
       return false;
     }
     this.perIdentity.set(identity, open + 1);
-    this.sockets.set(socket, { identity, operations: new Set() });
+    this.identities.set(socket, identity);
     return true;
   }
 
-  /** The connection closed: frees its slot and its operations. Safe to call twice or for unknown sockets. */
+  /** The connection closed: frees its slot. Safe to call twice or for a socket never registered. */
   releaseConnection(socket: SocketRef): void {
-    const open = this.sockets.get(socket);
-    if (!open) {
+    const identity = this.identities.get(socket);
+    if (identity === undefined) {
       return;
     }
-    this.sockets.delete(socket);
-    const left = (this.perIdentity.get(open.identity) ?? 1) - 1;
+    this.identities.delete(socket);
+    const left = (this.perIdentity.get(identity) ?? 1) - 1;
     if (left <= 0) {
-      this.perIdentity.delete(open.identity);
+      this.perIdentity.delete(identity);
     } else {
-      this.perIdentity.set(open.identity, left);
+      this.perIdentity.set(identity, left);
     }
-  }
-
-  /**
-   * Starts operation `operationId` on a registered connection; false when the connection already
-   * runs the maximum (or was never registered). Re-using a running id answers true (graphql-ws
-   * itself rejects duplicate ids).
-   */
-  acquireOperation(socket: SocketRef, operationId: string): boolean {
-    const open = this.sockets.get(socket);
-    if (!open) {
-      return false;
-    }
-    if (open.operations.has(operationId)) {
-      return true;
-    }
-    if (this.config.rateLimitEnabled && open.operations.size >= this.maxOperations) {
-      return false;
-    }
-    open.operations.add(operationId);
-    return true;
-  }
-
-  releaseOperation(socket: SocketRef, operationId: string): void {
-    this.sockets.get(socket)?.operations.delete(operationId);
   }
 
   openConnections(identity: string): number {
     return this.perIdentity.get(identity) ?? 0;
   }
 
-  runningOperations(socket: SocketRef): number {
-    return this.sockets.get(socket)?.operations.size ?? 0;
+  /**
+   * May one more operation start on this connection? `ctx.subscriptions` is graphql-ws's registry of
+   * the connection's operations, which already holds the one being subscribed.
+   */
+  operationAllowed(ctx: { subscriptions: Record<string, unknown> }): boolean {
+    return !this.config.rateLimitEnabled || Object.keys(ctx.subscriptions).length <= this.maxOperations;
   }
 
   /** The error an operation over the cap gets (sent as graphql-ws `error` message). */
