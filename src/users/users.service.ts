@@ -6,6 +6,7 @@ import { Role } from '../auth/role.js';
 import { Conflict, DomainError, Forbidden, NotFound, PreconditionFailed, Unauthorized } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { EventsService } from '../events/events.service.js';
@@ -22,6 +23,16 @@ export const USER_LIST_SPEC: ListSpec<'role'> = {
 };
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
+
+export type UserOrderField = keyof typeof SORT_COLUMNS;
+
+/** A keyset page (GraphQL connections): filter, ordering and the window between cursors. */
+export interface UserPageQuery {
+  role?: Role;
+  field: UserOrderField;
+  desc: boolean;
+  window: PageWindow;
+}
 
 /** Checked against the stored user inside the write transaction (If-Match); false -> 412. */
 export type Precondition = (current: User) => boolean;
@@ -103,6 +114,83 @@ export class UsersService {
       data: rows.map(userFromRow),
       meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
     };
+  }
+
+  /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */
+  async page(caller: MaybeCaller, q: UserPageQuery): Promise<User[]> {
+    this.requireRead(caller);
+    const params: unknown[] = [];
+    const where = this.pageFilter(q, params);
+    const ks = keysetSql(q.window, SORT_COLUMNS[q.field], q.desc, (n) => this.db.p(n), params);
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE ${[...where, ...ks.where].join(' AND ')}
+       ORDER BY ${ks.orderBy} LIMIT ${ks.limit}`,
+      params,
+    );
+    return rows.map(userFromRow);
+  }
+
+  /** Live users matching the page's filter (COUNT(*): see list()). */
+  async count(caller: MaybeCaller, q: Pick<UserPageQuery, 'role'>): Promise<number> {
+    this.requireRead(caller);
+    const params: unknown[] = [];
+    const where = this.pageFilter(q, params);
+    const [row] = await this.db.query<{ total: number | string }>(
+      `SELECT COUNT(*) AS total FROM users WHERE ${where.join(' AND ')}`,
+      params,
+    );
+    return Number(row?.total ?? 0);
+  }
+
+  /** Is there a live user at or before (`upto`) / at or after (`from`) a keyset position? */
+  async existsAround(
+    caller: MaybeCaller,
+    q: Omit<UserPageQuery, 'window'>,
+    position: [unknown, string],
+    side: 'upto' | 'from',
+  ): Promise<boolean> {
+    this.requireRead(caller);
+    const params: unknown[] = [];
+    const where = this.pageFilter(q, params);
+    params.push(position[0], position[1]);
+    const op = (side === 'upto') !== q.desc ? '<=' : '>=';
+    const rows = await this.db.query<{ one: number }>(
+      `SELECT 1 AS one FROM users WHERE ${where.join(' AND ')}
+         AND (${SORT_COLUMNS[q.field]}, id) ${op} (${this.db.p(params.length - 1)}, ${this.db.p(params.length)}) LIMIT 1`,
+      params,
+    );
+    return rows.length > 0;
+  }
+
+  /** Live users of a role (the `admins` query). */
+  async byRole(caller: MaybeCaller, role: Role, limit = 100): Promise<User[]> {
+    this.requireRead(caller);
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL
+       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
+      [role],
+    );
+    return rows.map(userFromRow);
+  }
+
+  /** Name search (case-insensitive substring), newest first. */
+  async search(caller: MaybeCaller, term: string, limit: number): Promise<User[]> {
+    this.requireRead(caller);
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE deleted_at IS NULL AND LOWER(name) LIKE ${this.db.p(1)} ESCAPE '\\'
+       ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`,
+      [likePattern(term)],
+    );
+    return rows.map(userFromRow);
+  }
+
+  private pageFilter(q: Pick<UserPageQuery, 'role'>, params: unknown[]): string[] {
+    const where = ['deleted_at IS NULL'];
+    if (q.role) {
+      params.push(q.role);
+      where.push(`role = ${this.db.p(params.length)}`);
+    }
+    return where;
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -333,6 +421,11 @@ export class UsersService {
 function laterThan(previous: string): string {
   const now = nowIso();
   return now > previous ? now : new Date(Date.parse(previous) + 1).toISOString();
+}
+
+/** `%term%` for LIKE with `\\` as the escape character (the term's own % and _ match literally). */
+export function likePattern(term: string): string {
+  return `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 function withIndex(err: unknown, index: number): unknown {

@@ -1,6 +1,8 @@
+import { Field, InputType, Int } from '@nestjs/graphql';
 import { Transform } from 'class-transformer';
 import { IsEmail, IsIn, IsInt, IsString, Length, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { Role, ROLES } from '../../auth/role.js';
+import '../../graphql/role.graphql.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 
@@ -8,28 +10,35 @@ const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? val
  * Inputs of the users resource, defined once and shared by REST and GraphQL (STYLE.md habit 4).
  * Presence rules differ per operation (create/replace/patch), so each class states them with
  * ValidateIf: `undefined` = absent, `null` = "clear" (only for nullable members).
+ * The GraphQL decorators (@InputType/@Field) describe the same classes in the schema.
  */
+@InputType('CreateUserInput')
 export class CreateUserInput {
+  @Field({ description: '1-100 characters, trimmed.' })
   @Transform(trim)
   @IsString()
   @Length(1, 100)
   name!: string;
 
+  @Field({ description: 'Unique among live users (case-insensitive), at most 254 characters.' })
   @Transform(trim)
   @IsEmail({}, { message: 'email must be a valid email address' })
   @MaxLength(254)
   email!: string;
 
+  @Field(() => Role, { nullable: true, description: 'Default USER.' })
   @ValidateIf((o: CreateUserInput) => o.role !== undefined)
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
 
+  @Field(() => Int, { nullable: true, description: '0-150.' })
   @ValidateIf((o: CreateUserInput) => o.age !== undefined && o.age !== null)
   @IsInt()
   @Min(0)
   @Max(150)
   age?: number | null;
 
+  @Field(() => String, { nullable: true, description: '12-128 characters; write-only.' })
   @ValidateIf((o: CreateUserInput) => o.password !== undefined)
   @IsString()
   @Length(12, 128)
@@ -39,30 +48,39 @@ export class CreateUserInput {
 /** PUT body: the same members and rules as create (absent `age` becomes null). */
 export class ReplaceUserInput extends CreateUserInput {}
 
-/** PATCH body (JSON merge patch, RFC 7396): every member optional; null clears `age` only. */
+/**
+ * PATCH body (JSON merge patch, RFC 7396): every member optional; null clears `age` only.
+ * In GraphQL this is `UpdateUserInput` (updateUser(id, input)).
+ */
+@InputType('UpdateUserInput')
 export class PatchUserInput {
+  @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchUserInput) => o.name !== undefined)
   @Transform(trim)
   @IsString()
   @Length(1, 100)
   name?: string;
 
+  @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchUserInput) => o.email !== undefined)
   @Transform(trim)
   @IsEmail({}, { message: 'email must be a valid email address' })
   @MaxLength(254)
   email?: string;
 
+  @Field(() => Role, { nullable: true, description: 'Only administrators may change a role.' })
   @ValidateIf((o: PatchUserInput) => o.role !== undefined)
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
 
+  @Field(() => Int, { nullable: true, description: 'null clears it.' })
   @ValidateIf((o: PatchUserInput) => o.age !== undefined && o.age !== null)
   @IsInt()
   @Min(0)
   @Max(150)
   age?: number | null;
 
+  @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchUserInput) => o.password !== undefined)
   @IsString()
   @Length(12, 128)

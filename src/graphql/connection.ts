@@ -1,0 +1,226 @@
+import type { Type } from '@nestjs/common';
+import { Directive, Field, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
+import { BadRequest, type ErrorDetail } from '../common/errors.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
+
+/** Relay connections (https://relay.dev/graphql/connections.htm) and the keyset paging behind them. */
+
+export enum OrderDirection {
+  ASC = 'ASC',
+  DESC = 'DESC',
+}
+registerEnumType(OrderDirection, { name: 'OrderDirection' });
+
+@ObjectType('PageInfo')
+@Directive('@cacheControl(inheritMaxAge: true)')
+export class PageInfo {
+  @Field()
+  hasNextPage!: boolean;
+
+  @Field()
+  hasPreviousPage!: boolean;
+
+  @Field(() => String, { nullable: true })
+  startCursor!: string | null;
+
+  @Field(() => String, { nullable: true })
+  endCursor!: string | null;
+}
+
+/** Runtime shape of a connection. Promise-valued getters are evaluated only when selected. */
+export interface ConnectionValue<T> {
+  edges: { cursor: string; node: T }[];
+  nodes: T[];
+  pageInfo: {
+    readonly hasNextPage: boolean | Promise<boolean>;
+    readonly hasPreviousPage: boolean | Promise<boolean>;
+    startCursor: string | null;
+    endCursor: string | null;
+  };
+  /** May be a promise: computed only when selected (see connectionFromRows). */
+  readonly totalCount: number | Promise<number>;
+}
+
+/**
+ * Connection and edge types for a node type:
+ *   @ObjectType('UserConnection') export class UserConnection extends Connection(User) {}
+ * The edge type is named `<Node>Edge` and inherits the connection's cache hint; give the concrete
+ * connection class its own `@Directive('@cacheControl(maxAge: N)')` (or `inheritMaxAge: true`).
+ */
+export function Connection<T>(nodeType: Type<T>, nodeName = nodeType.name) {
+  @ObjectType(`${nodeName}Edge`)
+  @Directive('@cacheControl(inheritMaxAge: true)')
+  class Edge {
+    @Field()
+    cursor!: string;
+
+    @Field(() => nodeType)
+    node!: T;
+  }
+
+  // no cache hint here: the concrete XConnection states its own (a directive may appear only once)
+  @ObjectType({ isAbstract: true })
+  abstract class ConnectionType {
+    @Field(() => [Edge])
+    edges!: Edge[];
+
+    @Field(() => [nodeType], {
+      description: 'The nodes of `edges`, for clients that need no cursors.',
+    })
+    nodes!: T[];
+
+    @Field(() => PageInfo)
+    pageInfo!: PageInfo;
+
+    @Field(() => Int, { description: 'Items matching the filters, across all pages.' })
+    totalCount!: number;
+  }
+  return ConnectionType;
+}
+
+// ---- cursors -----------------------------------------------------------------------------------
+
+/** Opaque cursor: base64url of `[orderKey, value, id]` (the keyset position of a row). */
+export function encodeCursor(orderKey: string, value: unknown, id: string): string {
+  return Buffer.from(JSON.stringify([orderKey, value, id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string, orderKey: string, argName: string): [unknown, string] {
+  try {
+    if (cursor.length <= 400 && /^[A-Za-z0-9_-]+$/.test(cursor)) {
+      const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+      if (
+        Array.isArray(parsed) &&
+        parsed.length === 3 &&
+        parsed[0] === orderKey &&
+        (typeof parsed[1] === 'string' || typeof parsed[1] === 'number') &&
+        typeof parsed[2] === 'string'
+      ) {
+        return [parsed[1], parsed[2]];
+      }
+    }
+  } catch {
+    // fall through to the error below
+  }
+  throw BadRequest(`Invalid cursor in ${argName}`, [
+    { field: argName, message: `${argName} is not a cursor of this list (or of this ordering)` },
+  ]);
+}
+
+// ---- paging arguments --------------------------------------------------------------------------
+
+export interface PageArgs {
+  first?: number | null;
+  after?: string | null;
+  last?: number | null;
+  before?: string | null;
+}
+
+/** Validated paging: how many rows, which way, between which keyset positions. */
+export interface PageWindow {
+  size: number;
+  backward: boolean;
+  after?: [unknown, string];
+  before?: [unknown, string];
+}
+
+export function pageWindow(args: PageArgs, orderKey: string, max = MAX_LIMIT): PageWindow {
+  const details: ErrorDetail[] = [];
+  const count = (name: 'first' | 'last') => {
+    const v = args[name];
+    if (v === undefined || v === null) {
+      return undefined;
+    }
+    if (!Number.isInteger(v) || v < 0 || v > max) {
+      details.push({ field: name, message: `${name} must be an integer from 0 to ${max}` });
+    }
+    return v;
+  };
+  const first = count('first');
+  const last = count('last');
+  if (first !== undefined && last !== undefined) {
+    details.push({ field: 'last', message: 'first and last cannot be combined' });
+  }
+  if (details.length > 0) {
+    throw BadRequest('Invalid paging arguments', details);
+  }
+  return {
+    size: first ?? last ?? DEFAULT_LIMIT,
+    backward: last !== undefined,
+    after: args.after ? decodeCursor(args.after, orderKey, 'after') : undefined,
+    before: args.before ? decodeCursor(args.before, orderKey, 'before') : undefined,
+  };
+}
+
+/**
+ * SQL pieces of a keyset page over `(column, id)` ordered `desc` or not. `p(n)` is the dialect's
+ * placeholder; `params` receives the bound values. Fetch `limit` rows (one more than the page size)
+ * with `ORDER BY orderBy` and hand them to `connectionFromRows`.
+ */
+export function keysetSql(
+  window: PageWindow,
+  column: string,
+  desc: boolean,
+  p: (n: number) => string,
+  params: unknown[],
+  alias = '',
+): { where: string[]; orderBy: string; limit: number } {
+  const col = alias ? `${alias}.${column}` : column;
+  const id = alias ? `${alias}.id` : 'id';
+  const where: string[] = [];
+  const bound = (pos: [unknown, string], op: '>' | '<') => {
+    params.push(pos[0], pos[1]);
+    where.push(`(${col}, ${id}) ${op} (${p(params.length - 1)}, ${p(params.length)})`);
+  };
+  if (window.after) {
+    bound(window.after, desc ? '<' : '>');
+  }
+  if (window.before) {
+    bound(window.before, desc ? '>' : '<');
+  }
+  const scanDesc = desc !== window.backward;
+  const dir = scanDesc ? 'DESC' : 'ASC';
+  return { where, orderBy: `${col} ${dir}, ${id} ${dir}`, limit: window.size + 1 };
+}
+
+/** Builds the connection from rows fetched by `keysetSql` (at most size + 1, in scan order). */
+export function connectionFromRows<T>(
+  rows: T[],
+  window: PageWindow,
+  cursorOf: (row: T) => string,
+  lazy: {
+    totalCount: () => Promise<number>;
+    /** Is there any row before `after` (forward paging) / after `before` (backward paging)? */
+    existsBeyond?: (side: 'before-after' | 'after-before') => Promise<boolean>;
+  },
+): ConnectionValue<T> {
+  const more = rows.length > window.size;
+  const page = more ? rows.slice(0, window.size) : rows.slice();
+  if (window.backward) {
+    page.reverse();
+  }
+  const edges = page.map((node) => ({ cursor: cursorOf(node), node }));
+  const beyond = (
+    given: unknown,
+    side: 'before-after' | 'after-before',
+  ): Promise<boolean> | boolean => (given && lazy.existsBeyond ? lazy.existsBeyond(side) : false);
+  // Getters: the extra statements run only when the client selects these fields.
+  const pageInfo = {
+    get hasNextPage() {
+      return window.backward ? beyond(window.before, 'after-before') : more;
+    },
+    get hasPreviousPage() {
+      return window.backward ? more : beyond(window.after, 'before-after');
+    },
+    startCursor: edges[0]?.cursor ?? null,
+    endCursor: edges[edges.length - 1]?.cursor ?? null,
+  };
+  return {
+    edges,
+    nodes: page,
+    pageInfo,
+    get totalCount() {
+      return lazy.totalCount();
+    },
+  };
+}

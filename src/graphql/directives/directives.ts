@@ -1,0 +1,67 @@
+import {
+  DirectiveLocation,
+  GraphQLBoolean,
+  GraphQLDirective,
+  GraphQLEnumType,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLSchema,
+  type GraphQLEnumType as EnumType,
+} from 'graphql';
+
+/**
+ * Custom directives. `@cost` and `@cacheControl` are declared in `buildSchemaOptions.directives`;
+ * `@auth` is added by `withAuthDirective` once the schema exists, because its argument must be the
+ * schema's own `Role` enum (a second type named Role would clash: STACK-NOTES "GraphQL").
+ *
+ * Attach them with Nest's `@Directive('@auth(requires: ADMIN)')`, `@Directive('@cost(complexity: 5)')`,
+ * `@Directive('@cacheControl(maxAge: 60)')`.
+ */
+export const CacheControlScope = new GraphQLEnumType({
+  name: 'CacheControlScope',
+  values: { PUBLIC: { value: 'PUBLIC' }, PRIVATE: { value: 'PRIVATE' } },
+});
+
+/** Apollo Server's cache hints (read by its cache control plugin). maxAge is in seconds. */
+export const cacheControlDirective = new GraphQLDirective({
+  name: 'cacheControl',
+  description:
+    'Caching hint: the response Cache-Control is the most restrictive hint of the fields resolved.',
+  locations: [
+    DirectiveLocation.FIELD_DEFINITION,
+    DirectiveLocation.OBJECT,
+    DirectiveLocation.INTERFACE,
+    DirectiveLocation.UNION,
+  ],
+  args: {
+    maxAge: { type: GraphQLInt },
+    scope: { type: CacheControlScope },
+    inheritMaxAge: { type: GraphQLBoolean },
+  },
+});
+
+export const costDirective = new GraphQLDirective({
+  name: 'cost',
+  description:
+    "Replaces the field's own cost (default 1 for object fields, 0 for scalars) in the query cost.",
+  locations: [DirectiveLocation.FIELD_DEFINITION],
+  args: { complexity: { type: new GraphQLNonNull(GraphQLInt) } },
+});
+
+export const AUTH_DIRECTIVE = 'auth';
+
+/** Adds `directive @auth(requires: Role!) on FIELD_DEFINITION` using the schema's `Role` enum. */
+export function withAuthDirective(schema: GraphQLSchema): GraphQLSchema {
+  const role = schema.getType('Role') as EnumType | undefined;
+  if (!role) {
+    throw new Error('the Role enum must be registered before @auth can be declared');
+  }
+  const auth = new GraphQLDirective({
+    name: AUTH_DIRECTIVE,
+    description: 'Restricts a field to callers with at least this role (ADMIN > USER > GUEST).',
+    locations: [DirectiveLocation.FIELD_DEFINITION],
+    args: { requires: { type: new GraphQLNonNull(role) } },
+  });
+  const config = schema.toConfig();
+  return new GraphQLSchema({ ...config, directives: [...config.directives, auth] });
+}

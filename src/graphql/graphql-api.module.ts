@@ -1,0 +1,90 @@
+import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { Inject, Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { GraphQLModule } from '@nestjs/graphql';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { GraphqlContextFactory } from './context.factory.js';
+import { depthLimitRule } from './depth-limit.rule.js';
+import { authDirectiveTransformer } from './directives/auth.directive.js';
+import {
+  cacheControlDirective,
+  costDirective,
+  withAuthDirective,
+} from './directives/directives.js';
+import { formatGraphqlError } from './format-error.js';
+import { GraphqlCoreModule } from './graphql-core.module.js';
+import { cacheControlHeaderPlugin, operationPolicyPlugin } from './graphql.plugins.js';
+import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
+import { allowLandingPageAssets } from './landing-page.csp.js';
+import { NodeResolver } from './node.resolver.js';
+import './role.graphql.js';
+
+/** Apollo options from the configuration; shared by the app and `npm run schema:print`. */
+export function apolloOptions(
+  config: AppConfig,
+  contexts: GraphqlContextFactory,
+): ApolloDriverConfig {
+  return {
+    path: GRAPHQL_PATH,
+    autoSchemaFile: true,
+    sortSchema: true,
+    buildSchemaOptions: {
+      directives: [cacheControlDirective, costDirective],
+      numberScalarMode: 'integer',
+    },
+    transformSchema: (schema) => authDirectiveTransformer(withAuthDirective(schema)),
+    introspection: config.graphqlIntrospection,
+    // the development landing page (GraphiQL); in production Apollo's landing page is disabled
+    graphiql: config.graphqlDevelopment,
+    // replaced by a narrower check in the context factory (GET + Basic credentials only): see there
+    csrfPrevention: false,
+    hideSchemaDetailsFromClientErrors: !config.graphqlDevelopment,
+    includeStacktraceInErrorResponses: false,
+    autoTransformHttpErrors: false,
+    formatError: formatGraphqlError,
+    validationRules: [depthLimitRule()],
+    plugins: [
+      ApolloServerPluginCacheControl({ defaultMaxAge: 0, calculateHttpHeaders: false }),
+      operationPolicyPlugin,
+      cacheControlHeaderPlugin,
+    ],
+    // Fastify: Apollo calls the context function with (request, reply)
+    context: (req: FastifyRequest, reply: FastifyReply) => contexts.forHttp(req, reply),
+    fieldResolverEnhancers: [],
+    stopOnTerminationSignals: false,
+  };
+}
+
+/**
+ * The GraphQL API at /graphql: Apollo Server 5 over Fastify for queries and mutations, graphql-ws
+ * for operations over WebSocket (GraphqlWsServer). Resolvers live in their resource modules.
+ */
+@Module({
+  imports: [
+    GraphqlCoreModule,
+    GraphQLModule.forRootAsync<ApolloDriverConfig>({
+      driver: ApolloDriver,
+      imports: [GraphqlCoreModule],
+      inject: [APP_CONFIG, GraphqlContextFactory],
+      useFactory: apolloOptions,
+    }),
+  ],
+  providers: [NodeResolver, GraphqlWsServer],
+})
+export class GraphqlApiModule implements OnModuleInit {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  onModuleInit(): void {
+    if (this.config.graphqlDevelopment) {
+      allowLandingPageAssets(
+        this.adapterHost.httpAdapter.getInstance<FastifyInstance>(),
+        GRAPHQL_PATH,
+      );
+    }
+  }
+}

@@ -1,0 +1,190 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { GraphQLSchemaHost } from '@nestjs/graphql';
+import {
+  getOperationAST,
+  GraphQLError,
+  NoSchemaIntrospectionCustomRule,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionArgs,
+  type GraphQLFormattedError,
+  type ValidationRule,
+} from 'graphql';
+import type { Disposable } from 'graphql-ws';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import { originAllowed } from '../app.factory.js';
+import type { MaybeCaller } from '../auth/caller.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { GraphqlContextFactory } from './context.factory.js';
+import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
+import { depthLimitRule } from './depth-limit.rule.js';
+import { formatGraphqlError } from './format-error.js';
+import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+
+export const GRAPHQL_PATH = '/graphql';
+/** Largest WebSocket message accepted (the ws default is 100 MiB). */
+export const WS_MAX_PAYLOAD = 64 * 1024;
+
+/** graphql-js appends "Did you mean ...?" to some validation messages: schema details. */
+function withoutSuggestions(error: GraphQLFormattedError): GraphQLFormattedError {
+  return { ...error, message: error.message.replace(/ ?Did you mean .+\?$/, '') };
+}
+
+/**
+ * GraphQL over WebSocket (`graphql-transport-ws`, graphql-ws 6) on the HTTP server's `/graphql`
+ * upgrade. Apollo's HTTP pipeline does not see these operations, so the same rules are applied here:
+ * credentials from `connection_init` (invalid -> close 4403), Origin check against CORS_ORIGINS,
+ * validation with the depth limit and the introspection switch, anonymous callers only introspect,
+ * the cost limit, error formatting, and a 64 KiB message limit.
+ */
+@Injectable()
+export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(GraphqlWsServer.name);
+  private wss?: WebSocketServer;
+  private disposable?: Disposable;
+  private rules: readonly ValidationRule[] = [];
+  private readonly documents = new Map<string, DocumentNode | readonly GraphQLError[]>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly schemaHost: GraphQLSchemaHost,
+    private readonly contexts: GraphqlContextFactory,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const schema = this.schemaHost.schema;
+    this.rules = [
+      ...specifiedRules,
+      depthLimitRule(),
+      ...(this.config.graphqlIntrospection ? [] : [NoSchemaIntrospectionCustomRule]),
+    ];
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD });
+    this.disposable = useServer<Record<string, unknown>, { caller?: MaybeCaller }>(
+      {
+        schema,
+        onConnect: async (ctx) => {
+          const caller = await this.contexts.callerFromConnectionParams(ctx.connectionParams);
+          if (caller === null) {
+            return false; // 4403 Forbidden: credentials presented but invalid
+          }
+          ctx.extra.caller = caller;
+          return true;
+        },
+        onSubscribe: (ctx, _id, payload): ExecutionArgs | readonly GraphQLError[] => {
+          const caller = ctx.extra.caller;
+          const document = this.parseAndValidate(payload.query);
+          if (!('kind' in document)) {
+            return document;
+          }
+          const operation = getOperationAST(document, payload.operationName);
+          if (!operation) {
+            return [new GraphQLError('Could not determine which operation to run (operationName)')];
+          }
+          if (!caller && !isIntrospectionOnly(document, operation)) {
+            return [authenticationRequired()];
+          }
+          let requested: number;
+          try {
+            requested = operationCost(
+              schema,
+              document,
+              payload.variables ?? undefined,
+              payload.operationName,
+            );
+          } catch (err) {
+            return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
+          }
+          if (requested > MAX_QUERY_COST) {
+            return [tooComplex(requested)];
+          }
+          const contextValue = this.contexts.forSocket(caller, ctx.connectionParams);
+          contextValue.cost = { requested, limit: MAX_QUERY_COST };
+          return {
+            schema,
+            document,
+            operationName: payload.operationName,
+            variableValues: payload.variables,
+            contextValue,
+          };
+        },
+        onError: (_ctx, _id, _payload, errors) => errors.map((e) => this.format(e)),
+        onNext: (_ctx, _id, _payload, _args, result) =>
+          result.errors?.length
+            ? { ...result, errors: result.errors.map((e) => this.format(e)) }
+            : undefined,
+      },
+      this.wss,
+    );
+    this.adapterHost.httpAdapter.getHttpServer().on('upgrade', this.onUpgrade);
+  }
+
+  private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path !== GRAPHQL_PATH) {
+      return; // not ours (nothing else upgrades today; the socket times out)
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !originAllowed(origin, this.config.corsOrigins)) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    const wss = this.wss;
+    if (!wss) {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  };
+
+  /** Parsed and validated documents by text (the schema and rules never change while running). */
+  private parseAndValidate(query: string): DocumentNode | readonly GraphQLError[] {
+    let cached = this.documents.get(query);
+    if (!cached) {
+      try {
+        const document = parse(query, { maxTokens: 10_000 });
+        const errors = validate(this.schemaHost.schema, document, this.rules);
+        cached = errors.length > 0 ? errors : document;
+      } catch (err) {
+        cached = [err instanceof GraphQLError ? err : new GraphQLError('Invalid query')];
+      }
+      if (this.documents.size > 500) {
+        this.documents.clear();
+      }
+      this.documents.set(query, cached);
+    }
+    return cached;
+  }
+
+  private format(error: GraphQLError): GraphQLFormattedError {
+    let json = error.toJSON();
+    if (json.extensions?.code === undefined && !error.originalError && !error.path) {
+      // graphql-js's own parse, validation and variable errors carry no code
+      json = { ...json, extensions: { ...json.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } };
+    }
+    const formatted = formatGraphqlError(json, error);
+    return this.config.graphqlDevelopment ? formatted : withoutSuggestions(formatted);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.adapterHost.httpAdapter?.getHttpServer()?.off('upgrade', this.onUpgrade);
+    for (const client of this.wss?.clients ?? []) {
+      client.close(1001, 'Server shutting down');
+    }
+    await this.disposable?.dispose();
+    await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
+    this.logger.debug('GraphQL WebSocket server closed');
+  }
+}

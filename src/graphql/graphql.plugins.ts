@@ -1,0 +1,101 @@
+import type {
+  ApolloServerPlugin,
+  GraphQLRequestContextDidResolveOperation,
+  GraphQLRequestContextWillSendResponse,
+  GraphQLRequestListener,
+} from '@apollo/server';
+import { OperationTypeNode, type GraphQLError } from 'graphql';
+import type { GqlContext } from './context.js';
+import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
+import { wantsGraphqlResponseJson } from './media-type.js';
+import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+
+function withStatus(error: GraphQLError, status: number): GraphQLError {
+  Object.assign(error.extensions, { http: { status } });
+  return error;
+}
+
+/**
+ * Before execution: anonymous callers only introspect; the operation's cost is computed (and kept on
+ * `context.cost` for the rate-limit budget) and refused beyond the limit. Request errors answer 4xx
+ * under application/graphql-response+json and 200 under application/json (GraphQL over HTTP).
+ *
+ * Other plugins that need the cost (e.g. a per-identity budget) read `context.cost` in their own
+ * `didResolveOperation`, which Apollo runs after this one, and may add members to it; every member
+ * of `context.cost` is reported in `extensions.cost`.
+ */
+export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart(): Promise<GraphQLRequestListener<GqlContext>> {
+    return {
+      async didResolveOperation(rc: GraphQLRequestContextDidResolveOperation<GqlContext>) {
+        const strict = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'));
+        if (
+          !rc.contextValue.caller &&
+          (!rc.operation || !isIntrospectionOnly(rc.document, rc.operation))
+        ) {
+          throw authenticationRequired(strict ? 401 : 200);
+        }
+        const requested = operationCost(
+          rc.schema,
+          rc.document,
+          rc.request.variables,
+          rc.operationName,
+        );
+        rc.contextValue.cost = { requested, limit: MAX_QUERY_COST };
+        if (requested > MAX_QUERY_COST) {
+          throw withStatus(tooComplex(requested), strict ? 400 : 200);
+        }
+      },
+
+      async willSendResponse(rc: GraphQLRequestContextWillSendResponse<GqlContext>) {
+        const { body, http } = rc.response;
+        if (body.kind !== 'single') {
+          return;
+        }
+        const result = body.singleResult;
+        if (rc.contextValue.cost) {
+          result.extensions = { ...result.extensions, cost: { ...rc.contextValue.cost } };
+        }
+        // Request errors (parse, validation, coercion, cost, auth): 200 under application/json.
+        if (
+          !('data' in result) &&
+          http.status === 400 &&
+          !wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'))
+        ) {
+          http.status = 200;
+        }
+        if (http.status === 401) {
+          http.headers.set('www-authenticate', 'Basic realm="atrium", Bearer');
+        }
+      },
+    };
+  },
+};
+
+/**
+ * Cache-Control from Apollo's cache hints (`@cacheControl`): `max-age=N, private` for the most
+ * restrictive hint of the fields resolved, and `no-store` for mutations, responses with errors and
+ * anything with maxAge 0 (private data such as `me` and `email`). Responses to authenticated
+ * requests are never `public`: a shared cache must not replay one caller's data to another.
+ */
+export const cacheControlHeaderPlugin: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart(): Promise<GraphQLRequestListener<GqlContext>> {
+    return {
+      async willSendResponse(rc: GraphQLRequestContextWillSendResponse<GqlContext>) {
+        const { body, http } = rc.response;
+        const policy = rc.overallCachePolicy.policyIfCacheable();
+        const cacheable =
+          policy !== null &&
+          rc.operation?.operation === OperationTypeNode.QUERY &&
+          body.kind === 'single' &&
+          !body.singleResult.errors?.length;
+        if (!cacheable) {
+          http.headers.set('cache-control', 'no-store');
+          return;
+        }
+        const scope = policy.scope === 'PUBLIC' && !rc.contextValue.caller ? 'public' : 'private';
+        http.headers.set('cache-control', `max-age=${policy.maxAge}, ${scope}`);
+      },
+    };
+  },
+};

@@ -1,0 +1,83 @@
+import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from '@nestjs/graphql';
+import { Connection, OrderDirection } from '../graphql/connection.js';
+import { Node } from '../graphql/node.js';
+import { Role } from '../graphql/role.graphql.js';
+import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
+
+/** GraphQL `User` (the service's `User` value is resolved into it; `age` comes from user-age.extension.ts). */
+@ObjectType('User', { implements: () => [Node] })
+@Directive('@cacheControl(maxAge: 30)')
+export class UserModel implements Node {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'Visible to the user themself and to administrators; null for everyone else.',
+  })
+  @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
+  email!: string | null;
+
+  @Field(() => Role)
+  role!: Role;
+
+  @Field(() => DateTimeScalar)
+  createdAt!: string;
+
+  @Field(() => DateTimeScalar)
+  updatedAt!: string;
+}
+
+@ObjectType('UserConnection')
+@Directive('@cacheControl(maxAge: 30)')
+export class UserConnection extends Connection(UserModel, 'User') {}
+
+export enum UserOrderField {
+  CREATED_AT = 'created_at',
+  UPDATED_AT = 'updated_at',
+  NAME = 'name',
+}
+registerEnumType(UserOrderField, { name: 'UserOrderField' });
+
+@InputType('UserOrder', {
+  description: 'Default: CREATED_AT ASC; ties are broken by id in the same direction.',
+})
+export class UserOrder {
+  @Field(() => UserOrderField)
+  field!: UserOrderField;
+
+  @Field(() => OrderDirection, { defaultValue: OrderDirection.ASC })
+  direction!: OrderDirection;
+}
+
+/** `Admin`: an administrator and what the role allows (the `admins` query, ADMIN only). */
+@ObjectType('Admin')
+export class AdminModel {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field(() => String, { nullable: true })
+  email!: string | null;
+
+  @Field(() => [String], { description: 'What the ADMIN role permits (DESIGN.md section 7).' })
+  permissions!: string[];
+}
+
+export const ADMIN_PERMISSIONS = [
+  'users:read',
+  'users:create',
+  'users:update',
+  'users:delete',
+  'users:role',
+  'posts:write',
+  'posts:moderate',
+  'orders:any',
+  'api-keys:any',
+  'oauth-clients:manage',
+];

@@ -1,0 +1,213 @@
+import {
+  Args,
+  Context,
+  Directive,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import type { Caller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { BadRequest } from '../common/errors.js';
+import { validateInput } from '../common/validation.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  OrderDirection,
+  pageWindow,
+  type ConnectionValue,
+} from '../graphql/connection.js';
+import type { GqlContext } from '../graphql/context.js';
+import { NodeRegistry } from '../graphql/node.js';
+import { CreateUserShortInput } from './dto/create-user-short.input.js';
+import { CreateUserInput, PatchUserInput } from './dto/user.inputs.js';
+import type { User } from './user.js';
+import {
+  ADMIN_PERMISSIONS,
+  AdminModel,
+  UserConnection,
+  UserModel,
+  UserOrder,
+  UserOrderField,
+} from './user.model.js';
+import { userLoader } from './users.loaders.js';
+import { canSeeEmail } from './users.mapper.js';
+import { UsersService, type UserPageQuery } from './users.service.js';
+
+function orderValue(user: User, field: UserOrderField): string {
+  switch (field) {
+    case UserOrderField.CREATED_AT:
+      return user.createdAt;
+    case UserOrderField.UPDATED_AT:
+      return user.updatedAt;
+    case UserOrderField.NAME:
+      return user.name;
+  }
+}
+
+/** Only authenticated callers get past the operation policy; this narrows the type for services. */
+function callerOf(ctx: GqlContext): Caller {
+  return ctx.caller as Caller;
+}
+
+/** GraphQL side of the users resource: thin, every rule lives in UsersService (STYLE.md habit 1). */
+@Resolver(() => UserModel)
+export class UsersResolver {
+  constructor(
+    private readonly service: UsersService,
+    nodes: NodeRegistry,
+  ) {
+    nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
+  }
+
+  @Query(() => UserModel, { nullable: true })
+  user(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<User> {
+    return this.service.get(callerOf(ctx), id);
+  }
+
+  @Query(() => UserModel, { description: 'The caller.' })
+  @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
+  me(@Context() ctx: GqlContext): Promise<User> {
+    const caller = callerOf(ctx);
+    return this.service.get(caller, caller.userId);
+  }
+
+  @Query(() => UserConnection, {
+    description: 'Users, paged with cursors (first/after forwards, last/before backwards).',
+  })
+  async users(
+    @Context() ctx: GqlContext,
+    @Args('first', { type: () => Int, nullable: true, description: 'Default 20, at most 100.' })
+    first?: number | null,
+    @Args('after', { type: () => String, nullable: true }) after?: string | null,
+    @Args('last', { type: () => Int, nullable: true, description: 'At most 100.' })
+    last?: number | null,
+    @Args('before', { type: () => String, nullable: true }) before?: string | null,
+    @Args('role', { type: () => Role, nullable: true }) role?: Role | null,
+    @Args('orderBy', { type: () => UserOrder, nullable: true }) orderBy?: UserOrder | null,
+  ): Promise<ConnectionValue<User>> {
+    const caller = callerOf(ctx);
+    const field = orderBy?.field ?? UserOrderField.CREATED_AT;
+    const orderKey = `users:${field}`;
+    const window = pageWindow({ first, after, last, before }, orderKey);
+    const q: UserPageQuery = {
+      role: role ?? undefined,
+      field,
+      desc: orderBy?.direction === OrderDirection.DESC,
+      window,
+    };
+    const rows = await this.service.page(caller, q);
+    const loader = userLoader(ctx, this.service);
+    for (const u of rows) {
+      loader.prime(u.id, u);
+    }
+    return connectionFromRows(
+      rows,
+      window,
+      (u) => encodeCursor(orderKey, orderValue(u, field), u.id),
+      {
+        totalCount: () => this.service.count(caller, q),
+        existsBeyond: (side) =>
+          side === 'before-after'
+            ? this.service.existsAround(caller, q, window.after!, 'upto')
+            : this.service.existsAround(caller, q, window.before!, 'from'),
+      },
+    );
+  }
+
+  @Query(() => [AdminModel], { nullable: true, description: 'Administrators (ADMIN only).' })
+  @Directive('@auth(requires: ADMIN)')
+  async admins(@Context() ctx: GqlContext): Promise<AdminModel[]> {
+    const admins = await this.service.byRole(callerOf(ctx), Role.ADMIN);
+    return admins.map((u) => ({
+      id: u.id,
+      name: u.name,
+      email: u.email,
+      permissions: ADMIN_PERMISSIONS,
+    }));
+  }
+
+  @ResolveField('email')
+  email(@Parent() user: User, @Context() ctx: GqlContext): string | null {
+    return canSeeEmail(user, ctx.caller) ? user.email : null;
+  }
+
+  // ---- mutations ---------------------------------------------------------------------------
+
+  @Mutation(() => UserModel, {
+    nullable: true,
+    description:
+      'Either `input` or the short form `name` (+ optional `email`), never both (ADMIN only).',
+  })
+  async createUser(
+    @Context() ctx: GqlContext,
+    @Args('input', { type: () => CreateUserInput, nullable: true }) input?: CreateUserInput | null,
+    @Args('name', { type: () => String, nullable: true }) name?: string | null,
+    @Args('email', { type: () => String, nullable: true }) email?: string | null,
+  ): Promise<User> {
+    const short = (name ?? null) !== null || (email ?? null) !== null;
+    if (short === Boolean(input)) {
+      throw BadRequest(
+        'Use exactly one form: createUser(input: ...) or createUser(name: ..., email: ...)',
+        [{ field: 'input', message: 'give either input or name (and optionally email)' }],
+      );
+    }
+    const data = input
+      ? await validateInput(CreateUserInput, { ...input })
+      : ((await validateInput(CreateUserShortInput, {
+          name: name ?? undefined,
+          ...(email ? { email } : {}),
+        })) as CreateUserInput);
+    return this.service.create(callerOf(ctx), data);
+  }
+
+  @Mutation(() => UserModel, {
+    nullable: true,
+    description: 'Either `name` or `input`, never both.',
+  })
+  async updateUser(
+    @Context() ctx: GqlContext,
+    @Args('id', { type: () => ID }) id: string,
+    @Args('name', { type: () => String, nullable: true }) name?: string | null,
+    @Args('input', { type: () => PatchUserInput, nullable: true }) input?: PatchUserInput | null,
+  ): Promise<User> {
+    if (((name ?? null) !== null) === Boolean(input)) {
+      throw BadRequest(
+        'Use exactly one form: updateUser(id, name: ...) or updateUser(id, input: ...)',
+        [{ field: 'input', message: 'give either name or input' }],
+      );
+    }
+    const patch = await validateInput(PatchUserInput, input ? { ...input } : { name });
+    return this.service.update(callerOf(ctx), id, patch);
+  }
+
+  @Mutation(() => UserModel, {
+    nullable: true,
+    description:
+      'Soft delete. Returns the deleted user; null when it was already deleted (idempotent).',
+  })
+  async deleteUser(
+    @Context() ctx: GqlContext,
+    @Args('id', { type: () => ID }) id: string,
+  ): Promise<User | null> {
+    return (await this.service.remove(callerOf(ctx), id)) ?? null;
+  }
+
+  @Mutation(() => [UserModel], {
+    description: 'Creates all users or none (at most 100; ADMIN only).',
+  })
+  async bulkCreate(
+    @Context() ctx: GqlContext,
+    @Args('input', { type: () => [CreateUserInput] }) input: CreateUserInput[],
+  ): Promise<User[]> {
+    const results = await this.service.batch(
+      callerOf(ctx),
+      input.map((data) => ({ op: 'create', data: { ...data } })),
+    );
+    return results.map((r) => r.user);
+  }
+}
