@@ -6,6 +6,8 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
+import { UserEventsModule } from './events/user-events.module.js';
+import { GraphqlApiModule } from './graphql/graphql-api.module.js';
 import { HealthModule } from './health/health.module.js';
 import { loggerOptions } from './common/logging.js';
 import { MessagesModule } from './messages/messages.module.js';
@@ -35,6 +37,8 @@ export class AppModule {
         UsersModule,
         OrdersModule,
         MessagesModule,
+        UserEventsModule,
+        GraphqlApiModule,
       ],
     };
   }
