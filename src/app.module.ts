@@ -6,7 +6,6 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
-import { UserEventsModule } from './events/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
 import { HealthModule } from './health/health.module.js';
 import { loggerOptions } from './common/logging.js';
@@ -37,7 +36,6 @@ export class AppModule {
         UsersModule,
         OrdersModule,
         MessagesModule,
-        UserEventsModule,
         GraphqlApiModule,
       ],
     };
