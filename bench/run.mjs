@@ -85,6 +85,7 @@ function buildScenarios(ctx) {
       target: 'limiter',
       method: 'GET',
       url: `${ctx.limiterOn}${userPath}`,
+      pid: ctx.limiterOnPid,
       headers: { authorization: `Bearer ${ctx.token}` },
     },
     {
@@ -92,6 +93,7 @@ function buildScenarios(ctx) {
       target: 'limiter',
       method: 'GET',
       url: `${ctx.limiterOff}${userPath}`,
+      pid: ctx.limiterOffPid,
       headers: { authorization: `Bearer ${ctx.token}` },
     },
   ];
@@ -270,6 +272,7 @@ async function main() {
       }
       const proc = startChild(name, [...appNodeArgs, mainJs], env, pin?.server);
       limiterUrls[name] = `http://127.0.0.1:${port}`;
+      limiterUrls[`${name}Pid`] = proc.pid;
       await waitReady(proc, `${limiterUrls[name]}/health/ready`);
     }
     console.log(
@@ -298,7 +301,9 @@ async function main() {
     if (settings.warmup > 0) {
       await load(scenario, settings.warmup);
     }
+    const cpuBefore = cpuMs(scenario.pid);
     const r = await load(scenario, settings.duration);
+    const cpuAfter = cpuMs(scenario.pid);
     const row = {
       scenario: scenario.name,
       baseline: Boolean(scenario.baseline),
@@ -310,6 +315,11 @@ async function main() {
       errors: r.errors,
       timeouts: r.timeouts,
       statusCodes: r.statusCodeStats,
+      // server CPU per request (Linux, scenarios that name their server's pid): robust to a busy machine
+      cpuUsPerReq:
+        cpuBefore !== undefined && cpuAfter !== undefined && r.requests.total > 0
+          ? ((cpuAfter - cpuBefore) * 1000) / r.requests.total
+          : undefined,
     };
     results.push(row);
     console.log(
@@ -331,7 +341,9 @@ async function main() {
       `rate limiter overhead (${process.env.REDIS_URL ? 'Redis' : 'in-process'}): ` +
         `${fmt(1e6 / on.reqPerSec - 1e6 / off.reqPerSec, 1)} µs per request, ` +
         `${fmt((1 - on.reqPerSec / off.reqPerSec) * 100, 1)}% of throughput, ` +
-        `p50 ${on.p50Ms} vs ${off.p50Ms} ms\n`,
+        `p50 ${on.p50Ms} vs ${off.p50Ms} ms; ` +
+        `server CPU ${fmt(on.cpuUsPerReq, 0)} vs ${fmt(off.cpuUsPerReq, 0)} µs per request ` +
+        `(+${fmt(on.cpuUsPerReq - off.cpuUsPerReq, 0)} µs)\n`,
     );
   }
 
@@ -358,6 +370,20 @@ async function main() {
 }
 
 // --------------------------------------------------------------------------------------------------
+
+/** utime + stime of a process in ms (Linux /proc), or undefined. */
+function cpuMs(pid) {
+  if (pid === undefined) {
+    return undefined;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
 
 function positiveNumber(name, fallback, allowZero = false) {
   const raw = process.env[name];
