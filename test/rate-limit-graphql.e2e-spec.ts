@@ -96,3 +96,30 @@ describe('GraphQL request limit', () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
   });
 });
+
+describe('GraphQL failed credentials', () => {
+  it('count against the address’s auth bucket; over it, 429 RATE_LIMITED before checking', async () => {
+    const t = await startApp({ AUTH_RATE_LIMIT: '2', AUTH_RATE_LIMIT_WINDOW_S: '30', TRUSTED_PROXIES: '127.0.0.1' });
+    try {
+      const u = await signUp(t.url, '10.5.0.1');
+      const ask = (ip: string, authorization: string) =>
+        request(t.url, '/graphql', {
+          method: 'POST',
+          body: { query: CHEAP },
+          headers: { authorization, 'x-forwarded-for': ip },
+        });
+      expect((await ask('10.5.0.2', 'Bearer not.a.jwt')).status).toBe(401);
+      expect((await ask('10.5.0.2', 'Bearer still.not.a.jwt')).status).toBe(401);
+      const refused = await ask('10.5.0.2', `Bearer ${u.token}`);
+      expect(refused.status).toBe(429);
+      expect(refused.body.errors[0].extensions.code).toBe('RATE_LIMITED');
+      expect(rateHeaders(refused)).toMatchObject({ limit: 2, remaining: 0 });
+      expect(rateHeaders(refused).retryAfter).toBeGreaterThanOrEqual(1);
+      // REST shares the bucket; other addresses are unaffected
+      expect((await request(t.url, '/api/v1/auth/me', { headers: { authorization: `Bearer ${u.token}`, 'x-forwarded-for': '10.5.0.2' } })).status).toBe(429);
+      expect((await ask('10.5.0.3', `Bearer ${u.token}`)).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+});

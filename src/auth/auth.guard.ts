@@ -59,7 +59,7 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
         await super.canActivate(context);
       } catch (err) {
         if (err instanceof DomainError && err.code === 'unauthorized') {
-          await this.limits.recordFailedCredentials(req);
+          await this.limits.recordFailedCredentials(req.ip);
         }
         throw err;
       }

@@ -5,6 +5,8 @@ import { GraphQLError } from 'graphql';
 import { AuthService } from '../auth/auth.service.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { WWW_AUTHENTICATE } from '../common/errors.js';
+import { graphqlRateLimited } from '../rate-limit/graphql-rate-limit.plugin.js';
+import { RateLimitService, TOO_MANY_FAILURES } from '../rate-limit/rate-limit.service.js';
 import type { GqlContext } from './context.js';
 import { LoaderRegistry } from './loaders.js';
 
@@ -55,7 +57,10 @@ function assertNotCsrf(req: FastifyRequest): void {
  */
 @Injectable()
 export class GraphqlContextFactory {
-  constructor(private readonly auth: AuthService) {}
+  constructor(
+    private readonly auth: AuthService,
+    private readonly limits: RateLimitService,
+  ) {}
 
   async forHttp(req: FastifyRequest, reply: FastifyReply): Promise<GqlContext> {
     assertNotCsrf(req);
@@ -67,8 +72,14 @@ export class GraphqlContextFactory {
     }
     let caller: MaybeCaller;
     if (authorization || apiKey) {
+      // failed checks count against the address's auth bucket, as on REST (docs/rate-limits.md)
+      const blocked = await this.limits.credentialChecksBlocked(req.ip);
+      if (blocked) {
+        throw graphqlRateLimited(TOO_MANY_FAILURES, blocked.resetMs, { limit: this.limits.authRateLimit, hit: blocked });
+      }
       const found = await this.auth.fromCredentials(authorization, apiKey);
       if (found === null || found === undefined) {
+        await this.limits.recordFailedCredentials(req.ip);
         throw invalidCredentials();
       }
       caller = found;

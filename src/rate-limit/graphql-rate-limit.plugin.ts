@@ -29,13 +29,16 @@ interface LimitedContext {
 
 type Ctx = GraphQLRequestContext<LimitedContext>;
 
-function rateLimited(message: string, resetMs: number): GraphQLError {
-  return new GraphQLError(message, {
-    extensions: {
-      code: 'RATE_LIMITED',
-      http: { status: 429, headers: new HeaderMap([['retry-after', String(secondsUntil(resetMs))]]) },
-    },
-  });
+/**
+ * HTTP 429, `extensions.code` RATE_LIMITED, Retry-After (and the bucket's RateLimit-* headers when
+ * given). For the GraphQL context factory too (failed credential checks over /graphql).
+ */
+export function graphqlRateLimited(message: string, resetMs: number, bucket?: { limit: number; hit: HitResult }): GraphQLError {
+  const headers = new HeaderMap([['retry-after', String(secondsUntil(resetMs))]]);
+  if (bucket) {
+    writeRateLimitHeaders((name, value) => headers.set(name.toLowerCase(), value), bucket.limit, bucket.hit);
+  }
+  return new GraphQLError(message, { extensions: { code: 'RATE_LIMITED', http: { status: 429, headers } } });
 }
 
 /**
@@ -69,7 +72,7 @@ export class GraphqlRateLimitPlugin implements ApolloServerPlugin<LimitedContext
     return {
       didResolveOperation: async (rc: Ctx) => {
         if (request && !request.allowed) {
-          throw rateLimited(rateLimitedError(request.resetMs).message, request.resetMs);
+          throw graphqlRateLimited(rateLimitedError(request.resetMs).message, request.resetMs);
         }
         await this.spendCost(rc, tracker);
       },
@@ -97,7 +100,7 @@ export class GraphqlRateLimitPlugin implements ApolloServerPlugin<LimitedContext
     cost.remaining = remaining;
     cost.resetAt = new Date(Date.now() + hit.resetMs).toISOString();
     if (!hit.allowed) {
-      throw rateLimited(
+      throw graphqlRateLimited(
         `Query cost budget exhausted: this operation costs ${cost.requested} points, ${remaining} of ${budget} are left; retry in ${secondsUntil(hit.resetMs)} s`,
         hit.resetMs,
       );

@@ -14,6 +14,8 @@ export const BUCKET_GRAPHQL_COST = 'cost';
 /** Routes whose every request counts against the per-IP auth bucket (and only that bucket). */
 export const CREDENTIAL_ROUTES = new Set(['/api/v1/auth/token', '/api/v1/auth/refresh', '/api/v1/auth/register']);
 
+export const TOO_MANY_FAILURES = 'Too many failed credential checks from this address';
+
 export type HeaderSink = (name: string, value: string) => void;
 
 type Request = FastifyRequest & { caller?: MaybeCaller };
@@ -77,28 +79,39 @@ export class RateLimitService {
   }
 
   /**
-   * Before credentials are verified (argon2 is expensive): 429 once the client address has used up
-   * its auth bucket. Only reads the counter; `recordFailedCredentials` spends it.
+   * Before credentials are verified (argon2 is expensive): the auth bucket of the client address
+   * when it is used up (the request is to be refused), else undefined. Only reads the counter;
+   * `recordFailedCredentials` spends it.
    */
-  async assertCredentialChecksAllowed(req: Request, reply: FastifyReply): Promise<void> {
+  async credentialChecksBlocked(ip: string | undefined): Promise<HitResult | undefined> {
     if (!this.enabled) {
-      return;
+      return undefined;
     }
     const limit = this.config.authRateLimit;
-    const hit = await this.hit(BUCKET_AUTH, this.ipTracker(req.ip), 0, limit, this.config.authRateLimitWindowS);
-    if (hit && hit.count >= limit) {
+    const hit = await this.hit(BUCKET_AUTH, this.ipTracker(ip), 0, limit, this.config.authRateLimitWindowS);
+    return hit && hit.count >= limit ? hit : undefined;
+  }
+
+  get authRateLimit(): number {
+    return this.config.authRateLimit;
+  }
+
+  /** REST: `credentialChecksBlocked` as a 429 with the auth bucket's headers. */
+  async assertCredentialChecksAllowed(req: Request, reply: FastifyReply): Promise<void> {
+    const blocked = await this.credentialChecksBlocked(req.ip);
+    if (blocked) {
       const sink = replySink(reply);
-      writeRateLimitHeaders(sink, limit, hit);
-      sink('Retry-After', String(secondsUntil(hit.resetMs)));
-      throw rateLimitedError(hit.resetMs, 'Too many failed credential checks from this address');
+      writeRateLimitHeaders(sink, this.config.authRateLimit, blocked);
+      sink('Retry-After', String(secondsUntil(blocked.resetMs)));
+      throw rateLimitedError(blocked.resetMs, TOO_MANY_FAILURES);
     }
   }
 
   /** A 401 from Basic, Bearer or API-key credentials: one more hit on the address's auth bucket. */
-  async recordFailedCredentials(req: Request): Promise<void> {
+  async recordFailedCredentials(ip: string | undefined): Promise<void> {
     if (!this.enabled) {
       return;
     }
-    await this.hit(BUCKET_AUTH, this.ipTracker(req.ip), 1, Number.MAX_SAFE_INTEGER, this.config.authRateLimitWindowS);
+    await this.hit(BUCKET_AUTH, this.ipTracker(ip), 1, Number.MAX_SAFE_INTEGER, this.config.authRateLimitWindowS);
   }
 }
