@@ -78,6 +78,24 @@ function buildScenarios(ctx) {
       url: `${ctx.app}${userPath}`,
       headers: { 'x-api-key': ctx.apiKey },
     },
+    {
+      name: 'gql user(id)',
+      target: 'app',
+      method: 'POST',
+      url: `${ctx.app}/graphql`,
+      headers: { authorization: `Bearer ${ctx.token}` },
+      body: { query: 'query($id: ID!) { user(id: $id) { id name email role createdAt } }', variables: { id: ctx.userId } },
+      check: graphqlCheck,
+    },
+    {
+      name: 'gql 20 users with posts',
+      target: 'app',
+      method: 'POST',
+      url: `${ctx.app}/graphql`,
+      headers: { authorization: `Bearer ${ctx.token}` },
+      body: { query: '{ users(first: 20) { nodes { id name posts(first: 5) { totalCount nodes { id title } } } } }' },
+      check: graphqlCheck,
+    },
     // the rate limiter's cost: the same request on two more app instances, limiter on (counters in
     // Redis when REDIS_URL is set, else in process) and off (RATE_LIMIT_ENABLED=false)
     {
@@ -233,6 +251,19 @@ async function main() {
   }
 
   const userGet = await request('GET', `${app}/api/v1/users/${userId}`, { headers: auth });
+
+  // GraphQL page of 20 users with their posts: 18 more users and a few posts (by the admin)
+  await request('POST', `${app}/graphql`, {
+    headers: auth,
+    body: {
+      query: 'mutation($in: [CreateUserInput!]!) { bulkCreate(input: $in) { id } }',
+      variables: { in: Array.from({ length: 18 }, (_, i) => ({ name: `Bench ${i}`, email: `bench-${i}@example.com` })) },
+    },
+    expect: 200,
+  });
+  for (let i = 0; i < 5; i++) {
+    await request('POST', `${app}/api/v1/posts`, { headers: auth, body: { title: `Post ${i}`, body: 'bench' }, expect: 201 });
+  }
 
   // --- the baseline -------------------------------------------------------------------------------
   const barePort = await freePort();

@@ -8,6 +8,8 @@ import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
 import { HealthModule } from './health/health.module.js';
+import { PostsModule } from './posts/posts.module.js';
+import { SearchModule } from './search/search.module.js';
 import { loggerOptions } from './common/logging.js';
 import { MessagesModule } from './messages/messages.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
@@ -36,6 +38,8 @@ export class AppModule {
         UsersModule,
         OrdersModule,
         MessagesModule,
+        PostsModule,
+        SearchModule,
         GraphqlApiModule,
       ],
     };

@@ -25,8 +25,9 @@ import type { Disposable } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../app.factory.js';
-import type { MaybeCaller } from '../auth/caller.js';
+import { identityOf, type MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { CLOSE_TOO_MANY_CONNECTIONS, SocketLimitsService } from '../rate-limit/socket-limits.service.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { depthLimitRule } from './depth-limit.rule.js';
@@ -62,6 +63,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly adapterHost: HttpAdapterHost,
     private readonly schemaHost: GraphQLSchemaHost,
     private readonly contexts: GraphqlContextFactory,
+    private readonly limits: SocketLimitsService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -81,10 +83,19 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             return false; // 4403 Forbidden: credentials presented but invalid
           }
           ctx.extra.caller = caller;
+          const identity = caller ? identityOf(caller) : `ip:${ctx.extra.request.socket.remoteAddress ?? '?'}`;
+          if (!this.limits.acquireConnection(ctx, identity)) {
+            ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many connections');
+            return false;
+          }
           return true;
         },
+        onClose: (ctx) => this.limits.releaseConnection(ctx),
         onSubscribe: (ctx, _id, payload): ExecutionArgs | readonly GraphQLError[] => {
           const caller = ctx.extra.caller;
+          if (!this.limits.operationAllowed(ctx)) {
+            return [this.limits.tooManyOperationsError()];
+          }
           const document = this.parseAndValidate(payload.query);
           if (!('kind' in document)) {
             return document;

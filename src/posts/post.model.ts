@@ -1,0 +1,28 @@
+import { Directive, Field, ID, ObjectType } from '@nestjs/graphql';
+import { Connection } from '../graphql/connection.js';
+import { Node } from '../graphql/node.js';
+import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
+
+/** GraphQL `Post` (`author` is resolved in posts.resolver.ts). */
+@ObjectType('Post', { implements: () => [Node] })
+@Directive('@cacheControl(maxAge: 60)')
+export class PostModel implements Node {
+  @Field(() => ID)
+  id!: string;
+
+  @Field({ description: '1-200 characters.' })
+  title!: string;
+
+  @Field({ description: 'At most 50 000 characters.' })
+  body!: string;
+
+  @Field(() => DateTimeScalar)
+  createdAt!: string;
+
+  @Field(() => DateTimeScalar)
+  updatedAt!: string;
+}
+
+@ObjectType('PostConnection')
+@Directive('@cacheControl(inheritMaxAge: true)')
+export class PostConnection extends Connection(PostModel, 'Post') {}

@@ -1,0 +1,91 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query, Req, Res } from '@nestjs/common';
+import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
+import type { Caller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { linkHeader } from '../common/list-query.js';
+import { PublicUrl } from '../common/public-url.js';
+import { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
+import type { Post as PostValue } from './post.js';
+import { toRestPost } from './posts.mapper.js';
+import { PostsService, type PostPrecondition } from './posts.service.js';
+
+/** `If-Match` as a precondition on the stored post, compared with the ETag GET would send. */
+function ifMatch(header: string | undefined): PostPrecondition | undefined {
+  return header ? (post: PostValue) => ifMatchHits(header, resourceEtag(toRestPost(post))) : undefined;
+}
+
+/** REST side of the posts resource: the same list, ETag, error and permission rules as users. */
+@ApiTags('posts')
+@ApiBearerAuth()
+@ApiBasicAuth()
+@ApiSecurity('api_key')
+@Controller('posts')
+@Authenticated({ role: Role.GUEST })
+export class PostsController {
+  constructor(
+    private readonly posts: PostsService,
+    private readonly publicUrl: PublicUrl,
+  ) {}
+
+  @Get()
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.posts.list(caller, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    return { data: page.data.map(toRestPost), meta: page.meta };
+  }
+
+  @Post()
+  @Authenticated({ role: Role.USER })
+  async create(
+    @CurrentCaller() caller: Caller,
+    @Body() input: CreatePostInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const post = await this.posts.create(caller, input);
+    void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/posts/${post.id}`);
+    return { data: toRestPost(post) };
+  }
+
+  @Get(':id')
+  async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return { data: toRestPost(await this.posts.get(caller, id)) };
+  }
+
+  @Put(':id')
+  async replace(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() input: ReplacePostInput,
+    @Headers('if-match') ifMatchHeader?: string,
+  ) {
+    return { data: toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))) };
+  }
+
+  @Patch(':id')
+  async patch(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() input: PatchPostInput,
+    @Headers('if-match') ifMatchHeader?: string,
+  ) {
+    return { data: toRestPost(await this.posts.update(caller, id, input, ifMatch(ifMatchHeader))) };
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  async remove(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Headers('if-match') ifMatchHeader?: string,
+  ): Promise<void> {
+    await this.posts.remove(caller, id, ifMatch(ifMatchHeader));
+  }
+}
