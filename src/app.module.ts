@@ -6,6 +6,7 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
+import { UserEventsModule } from './events/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
 import { HealthModule } from './health/health.module.js';
 import { PostsModule } from './posts/posts.module.js';
@@ -38,6 +39,7 @@ export class AppModule {
         UsersModule,
         OrdersModule,
         MessagesModule,
+        UserEventsModule,
         PostsModule,
         SearchModule,
         GraphqlApiModule,

@@ -7,7 +7,8 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
-import type { Message } from '../messages/message.js';
+import { DatabaseService } from '../database/database.service.js';
+import type { MessageEvent } from '../messages/message.js';
 import type { User } from '../users/user.js';
 import { RoomSequencer } from './room-sequencer.js';
 
@@ -29,7 +30,7 @@ export const TOPICS = {
 
 /** A sent message on the bus: `seq` is its room's sequence number (commit order, see RoomSequencer). */
 export interface MessageSentEvent {
-  message: Message;
+  message: MessageEvent;
   seq: number;
 }
 
@@ -57,12 +58,22 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   );
   private busSubscriptions: number[] = [];
 
-  constructor(@Inject(PUB_SUB) readonly pubSub: PubSubEngine) {
+  constructor(
+    @Inject(PUB_SUB) readonly pubSub: PubSubEngine,
+    private readonly db: DatabaseService,
+  ) {
     this.emitter.setMaxListeners(0); // one listener per subscriber: hundreds per room are normal
     this.local = new PubSub({ eventEmitter: this.emitter });
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    // rooms that exist now resume after their last message; rooms created later start at 1
+    const rooms = await this.db.query<{ id: string; last_seq: number | string }>(
+      'SELECT id, last_seq FROM rooms',
+    );
+    for (const room of rooms) {
+      this.sequencer.seed(room.id, Number(room.last_seq));
+    }
     const subscribed = Promise.all([
       this.pubSub.subscribe(
         CHANNELS.messageSent,
@@ -111,18 +122,18 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return this.publish(CHANNELS.userUpdated, { user } satisfies UserUpdatedEvent);
   }
 
-  messageSent(message: Message, seq: number): Promise<void> {
+  messageSent(message: MessageEvent, seq: number): Promise<void> {
     return this.publish(CHANNELS.messageSent, { message, seq } satisfies MessageSentEvent);
   }
 
   // ---- subscribing (this instance's subscribers) -------------------------------------------
 
-  newMessages(): AsyncIterableIterator<Message> {
-    return this.local.asyncIterableIterator<Message>(TOPICS.newMessage);
+  newMessages(): AsyncIterableIterator<MessageEvent> {
+    return this.local.asyncIterableIterator<MessageEvent>(TOPICS.newMessage);
   }
 
-  roomMessages(roomId: string): AsyncIterableIterator<Message> {
-    return this.local.asyncIterableIterator<Message>(TOPICS.messageAdded(roomId));
+  roomMessages(roomId: string): AsyncIterableIterator<MessageEvent> {
+    return this.local.asyncIterableIterator<MessageEvent>(TOPICS.messageAdded(roomId));
   }
 
   userUpdates(userId: string): AsyncIterableIterator<User> {
@@ -152,7 +163,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     this.sequencer.push({ ...e, roomId: e.message.roomId });
   }
 
-  private deliverMessage(message: Message): void {
+  private deliverMessage(message: MessageEvent): void {
     void this.local.publish(TOPICS.newMessage, message);
     void this.local.publish(TOPICS.messageAdded(message.roomId), message);
   }

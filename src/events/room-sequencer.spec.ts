@@ -36,6 +36,7 @@ describe('RoomSequencer', () => {
 
   it('orders each room on its own', () => {
     const { s, out } = make();
+    s.seed('b', 6);
     s.push({ roomId: 'a', seq: 1 });
     s.push({ roomId: 'b', seq: 7 });
     s.push({ roomId: 'a', seq: 3 });
@@ -44,12 +45,30 @@ describe('RoomSequencer', () => {
     s.close();
   });
 
+  it('starts an unseeded room at 1, so a second message that overtakes the first waits for it', () => {
+    const { s, out } = make();
+    s.push({ roomId: 'new', seq: 2 });
+    expect(out).toEqual([]);
+    s.push({ roomId: 'new', seq: 1 });
+    expect(out).toEqual(['new#1', 'new#2']);
+    s.close();
+  });
+
+  it('starts a seeded room after its last committed seq', () => {
+    const { s, out } = make();
+    s.seed('old', 41);
+    s.push({ roomId: 'old', seq: 41 }); // committed before tracking started: not ours to deliver
+    s.push({ roomId: 'old', seq: 42 });
+    expect(out).toEqual(['old#42']);
+    s.close();
+  });
+
   it('skips a gap that is not filled in time and drops the latecomer', () => {
     vi.useFakeTimers();
     const { s, out } = make(500);
     s.push({ roomId: 'a', seq: 1 });
-    s.push({ roomId: 'a', seq: 3 });
     s.push({ roomId: 'a', seq: 4 });
+    s.push({ roomId: 'a', seq: 3 });
     vi.advanceTimersByTime(499);
     expect(out).toEqual(['a#1']);
     vi.advanceTimersByTime(1);

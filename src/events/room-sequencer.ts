@@ -2,12 +2,16 @@
  * Restores commit order per room on the receiving side of the fan-out.
  *
  * Every message carries `seq`, its room's sequence number, taken under the room's row lock inside
- * the sending transaction: seq order is commit order. Publishing happens after commit, so two
- * messages committed back to back (possibly on two instances) may reach Redis in the other order.
- * The sequencer delivers in seq order: an event ahead of a gap waits (at most `gapWaitMs`) for the
- * missing one; when the wait ends the gap is skipped, and anything older that turns up later is
- * dropped. Delivery is therefore at most once and never out of order. The first event seen for a
- * room sets its starting point.
+ * the sending transaction: seq order is commit order, and a room's first message is seq 1.
+ * Publishing happens after commit, so two messages committed back to back (possibly on two
+ * instances) may reach the bus in the other order. The sequencer delivers in seq order: an event
+ * ahead of a gap waits (at most `gapWaitMs`) for the missing one; when the wait ends the gap is
+ * skipped (that event was lost: its publisher failed or crashed after commit), and anything older
+ * that turns up later is dropped. Delivery is therefore at most once and never out of order.
+ *
+ * Where a room starts: rooms that existed when this instance booted are seeded with their `last_seq`
+ * (EventsService reads it before subscribing); any other room was created after boot and starts at 1.
+ * State is a few numbers per room that has had traffic.
  */
 export interface Sequenced {
   roomId: string;
@@ -16,40 +20,43 @@ export interface Sequenced {
 
 interface RoomState {
   next: number;
-  pending: Map<number, Sequenced>;
+  pending?: Map<number, Sequenced>;
   timer?: NodeJS.Timeout;
-  lastSeen: number;
 }
 
 export class RoomSequencer<T extends Sequenced> {
   private readonly rooms = new Map<string, RoomState>();
-  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly deliver: (event: T) => void,
     private readonly gapWaitMs = 1_000,
-    /** State of a room idle this long is forgotten (its next event starts afresh). */
-    private readonly idleMs = 10 * 60_000,
-  ) {
-    this.sweeper = setInterval(() => this.sweep(), Math.min(idleMs, 60_000));
-    this.sweeper.unref();
+  ) {}
+
+  /** The room's last committed seq when tracking starts (its next event is lastSeq + 1). */
+  seed(roomId: string, lastSeq: number): void {
+    if (!this.rooms.has(roomId)) {
+      this.rooms.set(roomId, { next: lastSeq + 1 });
+    }
   }
 
   push(event: T): void {
     let room = this.rooms.get(event.roomId);
     if (!room) {
-      room = { next: event.seq, pending: new Map(), lastSeen: Date.now() };
+      room = { next: 1 };
       this.rooms.set(event.roomId, room);
     }
-    room.lastSeen = Date.now();
-    if (event.seq < room.next || room.pending.has(event.seq)) {
+    if (event.seq < room.next || room.pending?.has(event.seq)) {
       return; // late (its gap was already skipped) or a duplicate
     }
-    room.pending.set(event.seq, event);
+    if (event.seq === room.next && !room.pending?.size) {
+      room.next += 1; // the common case: in order, nothing waiting
+      this.deliver(event);
+      return;
+    }
+    (room.pending ??= new Map()).set(event.seq, event);
     this.drain(room);
-    if (room.pending.size > 0 && !room.timer) {
-      room.timer = setTimeout(() => this.skipGap(room), this.gapWaitMs);
-      room.timer.unref();
+    if (room.pending?.size && !room.timer) {
+      this.armTimer(room);
     }
   }
 
@@ -59,7 +66,6 @@ export class RoomSequencer<T extends Sequenced> {
   }
 
   close(): void {
-    clearInterval(this.sweeper);
     for (const room of this.rooms.values()) {
       clearTimeout(room.timer);
     }
@@ -67,36 +73,34 @@ export class RoomSequencer<T extends Sequenced> {
   }
 
   private drain(room: RoomState): void {
-    for (let event = room.pending.get(room.next); event; event = room.pending.get(room.next)) {
-      room.pending.delete(room.next);
+    const pending = room.pending;
+    if (!pending) {
+      return;
+    }
+    for (let event = pending.get(room.next); event; event = pending.get(room.next)) {
+      pending.delete(room.next);
       room.next += 1;
       this.deliver(event as T);
     }
-    if (room.pending.size === 0 && room.timer) {
+    if (pending.size === 0) {
+      room.pending = undefined;
       clearTimeout(room.timer);
       room.timer = undefined;
     }
   }
 
-  private skipGap(room: RoomState): void {
-    room.timer = undefined;
-    if (room.pending.size === 0) {
-      return;
-    }
-    room.next = Math.min(...room.pending.keys());
-    this.drain(room);
-    if (room.pending.size > 0) {
-      room.timer = setTimeout(() => this.skipGap(room), this.gapWaitMs);
-      room.timer.unref();
-    }
-  }
-
-  private sweep(): void {
-    const cutoff = Date.now() - this.idleMs;
-    for (const [id, room] of this.rooms) {
-      if (room.lastSeen < cutoff && room.pending.size === 0) {
-        this.rooms.delete(id);
+  private armTimer(room: RoomState): void {
+    room.timer = setTimeout(() => {
+      room.timer = undefined;
+      if (!room.pending?.size) {
+        return;
       }
-    }
+      room.next = Math.min(...room.pending.keys());
+      this.drain(room);
+      if (room.pending?.size) {
+        this.armTimer(room);
+      }
+    }, this.gapWaitMs);
+    room.timer.unref();
   }
 }

@@ -5,6 +5,8 @@ export interface Room {
   createdAt: string;
 }
 
+import type { User } from '../users/user.js';
+
 /** A message as the services hand it out (and as events carry it). */
 export interface Message {
   id: string;
@@ -12,4 +14,13 @@ export interface Message {
   authorId: string;
   content: string;
   createdAt: string;
+}
+
+/**
+ * A message as events carry it: with snapshots of its author and room taken when it was sent, so
+ * that N subscribers selecting `author { name }` cost no database reads per event.
+ */
+export interface MessageEvent extends Message {
+  author?: User;
+  room?: Room;
 }

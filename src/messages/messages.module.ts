@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
+import { UsersModule } from '../users/users.module.js';
+import { MessagesResolver, RoomsResolver } from './messages.resolver.js';
 import { MessagesService } from './messages.service.js';
 import { RoomsController } from './rooms.controller.js';
 import { RoomsService } from './rooms.service.js';
 
-/** Rooms and messages (rooms live here: STYLE.md). */
+/** Rooms and messages (rooms live here: STYLE.md), REST and GraphQL. */
 @Module({
+  imports: [UsersModule],
   controllers: [RoomsController],
-  providers: [RoomsService, MessagesService],
+  providers: [RoomsService, MessagesService, RoomsResolver, MessagesResolver],
   exports: [RoomsService, MessagesService],
 })
 export class MessagesModule {}

@@ -7,8 +7,16 @@ import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/
 import { DatabaseService } from '../database/database.service.js';
 import { EventsService } from '../events/events.service.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
-import type { Message } from './message.js';
-import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.mapper.js';
+import type { Message, MessageEvent } from './message.js';
+import { USER_COLUMNS, userFromRow, type UserRow } from '../users/users.mapper.js';
+import {
+  MESSAGE_COLUMNS,
+  ROOM_COLUMNS,
+  messageFromRow,
+  roomFromRow,
+  type MessageRow,
+  type RoomRow,
+} from './messages.mapper.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 export const MESSAGE_LIST_SPEC: ListSpec<never> = {
@@ -68,37 +76,62 @@ export class MessagesService {
     };
   }
 
-  /** Keyset slice in room order for GraphQL `Room.messages(first, after)`; `afterSeq` from the cursor. */
-  async slice(
-    caller: MaybeCaller,
-    roomId: string,
-    opts: { first: number; afterSeq?: number },
-  ): Promise<{ messages: SequencedMessage[]; hasMore: boolean }> {
-    requireCaller(caller);
-    const params: unknown[] = [roomId];
-    let where = `room_id = ${this.db.p(1)}`;
+  /**
+   * The first `size + 1` messages of each room in room order (seq), optionally after a position:
+   * one statement for any number of rooms (GraphQL `Room.messages`, batched by DataLoader).
+   */
+  async pagesForRooms(
+    roomIds: readonly string[],
+    opts: { size: number; afterSeq?: number },
+  ): Promise<Map<string, SequencedMessage[]>> {
+    const pages = new Map<string, SequencedMessage[]>(roomIds.map((id) => [id, []]));
+    if (roomIds.length === 0) {
+      return pages;
+    }
+    const params: unknown[] = [...roomIds];
+    let where = `room_id IN (${roomIds.map((_, i) => this.db.p(i + 1)).join(', ')})`;
     if (opts.afterSeq !== undefined) {
       params.push(opts.afterSeq);
-      where += ` AND seq > ${this.db.p(2)}`;
+      where += ` AND seq > ${this.db.p(params.length)}`;
     }
+    params.push(opts.size + 1);
     const rows = await this.db.query<MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where} ORDER BY seq ASC LIMIT ${opts.first + 1}`,
+      `SELECT ${MESSAGE_COLUMNS} FROM (
+         SELECT ${MESSAGE_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY room_id ORDER BY seq ASC) AS rn
+           FROM messages WHERE ${where}
+       ) t WHERE rn <= ${this.db.p(params.length)} ORDER BY room_id, rn`,
       params,
     );
-    return {
-      messages: rows
-        .slice(0, opts.first)
-        .map((r) => ({ message: messageFromRow(r), seq: Number(r.seq) })),
-      hasMore: rows.length > opts.first,
-    };
+    for (const row of rows) {
+      pages.get(row.room_id)?.push({ message: messageFromRow(row), seq: Number(row.seq) });
+    }
+    return pages;
   }
 
-  async countInRoom(roomId: string): Promise<number> {
-    const [row] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM messages WHERE room_id = ${this.db.p(1)}`,
-      [roomId],
+  /** Messages per room, one GROUP BY statement for all of them. */
+  async countsForRooms(roomIds: readonly string[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>(roomIds.map((id) => [id, 0]));
+    if (roomIds.length === 0) {
+      return counts;
+    }
+    const rows = await this.db.query<{ room_id: string; total: number | string }>(
+      `SELECT room_id, COUNT(*) AS total FROM messages
+        WHERE room_id IN (${roomIds.map((_, i) => this.db.p(i + 1)).join(', ')}) GROUP BY room_id`,
+      [...roomIds],
     );
-    return Number(row?.total ?? 0);
+    for (const row of rows) {
+      counts.set(row.room_id, Number(row.total));
+    }
+    return counts;
+  }
+
+  async get(caller: MaybeCaller, id: string): Promise<Message> {
+    requireCaller(caller);
+    const [message] = await this.findByIds([id]);
+    if (!message) {
+      throw NotFound('Message');
+    }
+    return message;
   }
 
   /** Messages by id in one statement (DataLoader batches, node(id:)). */
@@ -133,13 +166,17 @@ export class MessagesService {
       await manager.query(`UPDATE rooms SET last_seq = last_seq + 1 WHERE id = ${this.db.p(1)}`, [
         roomId,
       ]);
-      const [room] = await manager.query<{ last_seq: number | string }[]>(
-        `SELECT last_seq FROM rooms WHERE id = ${this.db.p(1)}`,
+      const [room] = await manager.query<(RoomRow & { last_seq: number | string })[]>(
+        `SELECT ${ROOM_COLUMNS}, last_seq FROM rooms WHERE id = ${this.db.p(1)}`,
         [roomId],
       );
       if (!room) {
         throw NotFound('Room');
       }
+      const [author] = await manager.query<UserRow[]>(
+        `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.db.p(1)}`,
+        [caller.userId],
+      );
       const seq = Number(room.last_seq);
       // taken under the lock, so created_at follows seq within a room
       const message: Message = {
@@ -154,7 +191,12 @@ export class MessagesService {
          VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.db.p(n)).join(', ')})`,
         [message.id, roomId, message.authorId, message.content, message.createdAt, seq],
       );
-      tx.afterCommit(() => this.events.messageSent(message, seq));
+      const event: MessageEvent = {
+        ...message,
+        room: roomFromRow(room),
+        author: author ? userFromRow(author) : undefined,
+      };
+      tx.afterCommit(() => this.events.messageSent(event, seq));
       return message;
     });
   }

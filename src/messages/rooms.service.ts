@@ -38,23 +38,23 @@ export class RoomsService {
     };
   }
 
-  /** Keyset slice in creation order (ids are ULIDs) for GraphQL `rooms`. */
-  async slice(
+  /** Keyset page in creation order for GraphQL `rooms`: `after` is a `[created_at, id]` position. */
+  async page(
     caller: MaybeCaller,
-    opts: { first: number; afterId?: string },
-  ): Promise<{ rooms: Room[]; hasMore: boolean }> {
+    opts: { size: number; after?: [unknown, string] },
+  ): Promise<Room[]> {
     requireCaller(caller);
     const params: unknown[] = [];
     let where = '';
-    if (opts.afterId) {
-      params.push(opts.afterId);
-      where = `WHERE id > ${this.db.p(1)}`;
+    if (opts.after) {
+      params.push(opts.after[0], opts.after[1]);
+      where = `WHERE (created_at, id) > (${this.db.p(1)}, ${this.db.p(2)})`;
     }
     const rows = await this.db.query<RoomRow>(
-      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY id ASC LIMIT ${opts.first + 1}`,
+      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY created_at ASC, id ASC LIMIT ${opts.size + 1}`,
       params,
     );
-    return { rooms: rows.slice(0, opts.first).map(roomFromRow), hasMore: rows.length > opts.first };
+    return rows.map(roomFromRow);
   }
 
   async count(): Promise<number> {

@@ -8,11 +8,13 @@ import {
   NotFound,
   PreconditionFailed,
   Unauthorized,
+  ValidationFailed,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
+import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { OrderEntity } from './order.entity.js';
 import { decideTransition, nextStatuses } from './order-status.js';
 import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.mapper.js';
@@ -33,12 +35,6 @@ export interface NewOrder {
 
 /** Checked against the stored order inside the write transaction (If-Match); false -> 412. */
 export type OrderPrecondition = (current: Order) => boolean;
-
-/** Keyset page of one user's orders, newest last (GraphQL connections). */
-export interface OrderSlice {
-  orders: Order[];
-  hasMore: boolean;
-}
 
 /**
  * The one place the order rules live (DESIGN.md sections 4 and 7); REST and GraphQL call these.
@@ -92,50 +88,74 @@ export class OrdersService {
     };
   }
 
-  /**
-   * Keyset slice for GraphQL (`User.orders(first, after, status)`): ordered by id, which is a ULID and
-   * therefore creation order; `after` is the id of the last order seen. Permission as for the list.
-   */
-  async sliceForUser(
-    caller: MaybeCaller,
-    userId: string,
-    opts: { first: number; afterId?: string; status?: OrderStatus },
-  ): Promise<OrderSlice> {
+  /** Permission to list a user's orders (User.orders in GraphQL), for a user already known to exist. */
+  assertCanReadOrdersOf(caller: MaybeCaller, userId: string): void {
     this.requireOrderRole(caller);
-    await this.requireLiveUser(userId);
     this.requireOwnerOrAdmin(caller, userId);
-    const params: unknown[] = [userId];
-    let where = `user_id = ${this.db.p(1)}`;
-    if (opts.status) {
-      params.push(opts.status);
-      where += ` AND status = ${this.db.p(params.length)}`;
-    }
-    if (opts.afterId) {
-      params.push(opts.afterId);
-      where += ` AND id > ${this.db.p(params.length)}`;
-    }
-    const rows = await this.db.query<OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where} ORDER BY id ASC LIMIT ${opts.first + 1}`,
-      params,
-    );
-    return {
-      orders: rows.slice(0, opts.first).map(orderFromRow),
-      hasMore: rows.length > opts.first,
-    };
   }
 
-  async countForUser(userId: string, status?: OrderStatus): Promise<number> {
-    const params: unknown[] = [userId];
-    let where = `user_id = ${this.db.p(1)}`;
-    if (status) {
-      params.push(status);
-      where += ` AND status = ${this.db.p(2)}`;
+  /**
+   * The first `size + 1` orders of each user (created_at, id ascending), optionally after a keyset
+   * position and filtered by status: one statement for any number of users (GraphQL `User.orders`
+   * batched by DataLoader). No permission check: call assertCanReadOrdersOf first.
+   */
+  async pagesForUsers(
+    userIds: readonly string[],
+    opts: { size: number; after?: [unknown, string]; status?: OrderStatus },
+  ): Promise<Map<string, Order[]>> {
+    const pages = new Map<string, Order[]>(userIds.map((id) => [id, []]));
+    if (userIds.length === 0) {
+      return pages;
     }
-    const [row] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM orders WHERE ${where}`,
+    const params: unknown[] = [...userIds];
+    const where = [`user_id IN (${userIds.map((_, i) => this.db.p(i + 1)).join(', ')})`];
+    if (opts.status) {
+      params.push(opts.status);
+      where.push(`status = ${this.db.p(params.length)}`);
+    }
+    if (opts.after) {
+      params.push(opts.after[0], opts.after[1]);
+      where.push(
+        `(created_at, id) > (${this.db.p(params.length - 1)}, ${this.db.p(params.length)})`,
+      );
+    }
+    params.push(opts.size + 1);
+    const rows = await this.db.query<OrderRow>(
+      `SELECT ${ORDER_COLUMNS} FROM (
+         SELECT ${ORDER_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY created_at ASC, id ASC) AS rn
+           FROM orders WHERE ${where.join(' AND ')}
+       ) t WHERE rn <= ${this.db.p(params.length)} ORDER BY user_id, rn`,
       params,
     );
-    return Number(row?.total ?? 0);
+    for (const row of rows) {
+      pages.get(row.user_id)?.push(orderFromRow(row));
+    }
+    return pages;
+  }
+
+  /** Orders per user (optionally of one status), one GROUP BY statement for all of them. */
+  async countsForUsers(
+    userIds: readonly string[],
+    status?: OrderStatus,
+  ): Promise<Map<string, number>> {
+    const counts = new Map<string, number>(userIds.map((id) => [id, 0]));
+    if (userIds.length === 0) {
+      return counts;
+    }
+    const params: unknown[] = [...userIds];
+    let where = `user_id IN (${userIds.map((_, i) => this.db.p(i + 1)).join(', ')})`;
+    if (status) {
+      params.push(status);
+      where += ` AND status = ${this.db.p(params.length)}`;
+    }
+    const rows = await this.db.query<{ user_id: string; total: number | string }>(
+      `SELECT user_id, COUNT(*) AS total FROM orders WHERE ${where} GROUP BY user_id`,
+      params,
+    );
+    for (const row of rows) {
+      counts.set(row.user_id, Number(row.total));
+    }
+    return counts;
   }
 
   /** An order of a live user, or undefined (malformed ids are simply unknown). No permission check. */
@@ -160,6 +180,15 @@ export class OrdersService {
     this.requireOrderRole(caller);
     await this.requireLiveUser(userId);
     this.requireOwnerOrAdmin(caller, userId);
+    const totalCents = input.items.reduce((sum, i) => sum + i.quantity * i.unitPriceCents, 0);
+    if (totalCents > MAX_TOTAL_CENTS) {
+      throw ValidationFailed([
+        {
+          field: 'items',
+          message: `the order total must not exceed ${MAX_TOTAL_CENTS} minor units`,
+        },
+      ]);
+    }
     const now = nowIso();
     const order: Order = {
       id: newId('order'),
@@ -170,7 +199,7 @@ export class OrdersService {
         quantity: i.quantity,
         unitPriceCents: i.unitPriceCents,
       })),
-      totalCents: input.items.reduce((sum, i) => sum + i.quantity * i.unitPriceCents, 0),
+      totalCents,
       currency: input.currency,
       createdAt: now,
       updatedAt: now,

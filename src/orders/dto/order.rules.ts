@@ -9,8 +9,10 @@ import { ORDER_STATUSES } from '../order.js';
  */
 export const MAX_ITEMS = 100;
 export const MAX_QUANTITY = 10_000;
-/** 1 000 000.00 in minor units: with MAX_ITEMS and MAX_QUANTITY a total stays below 2^53. */
+/** 1 000 000.00 in minor units. */
 export const MAX_UNIT_PRICE_CENTS = 100_000_000;
+/** An order's total must fit GraphQL's Int (32-bit): 21 474 836.47 in a 2-decimal currency. */
+export const MAX_TOTAL_CENTS = 2_147_483_647;
 
 /** ISO 4217 codes this runtime knows (ICU); a well-formed but unknown code such as `ABC` is refused. */
 const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));

@@ -1,0 +1,36 @@
+import { Field, ID, ObjectType } from '@nestjs/graphql';
+import { Connection } from '../graphql/connection.js';
+import { Node } from '../graphql/node.js';
+import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
+
+/** GraphQL `Room`; `messages` is resolved by RoomMessagesResolver. */
+@ObjectType('Room', { implements: () => [Node] })
+export class RoomModel implements Node {
+  @Field(() => ID)
+  id!: string;
+
+  @Field({ description: '1-100 characters, unique.' })
+  name!: string;
+
+  @Field(() => DateTimeScalar)
+  createdAt!: string;
+}
+
+/** GraphQL `Message`; `author` and `room` are resolved by MessagesResolver. */
+@ObjectType('Message', { implements: () => [Node] })
+export class MessageModel implements Node {
+  @Field(() => ID)
+  id!: string;
+
+  @Field({ description: '1-4000 characters.' })
+  content!: string;
+
+  @Field(() => DateTimeScalar)
+  createdAt!: string;
+}
+
+@ObjectType('RoomConnection')
+export class RoomConnection extends Connection(RoomModel, 'Room') {}
+
+@ObjectType('MessageConnection')
+export class MessageConnection extends Connection(MessageModel, 'Message') {}

@@ -1,0 +1,130 @@
+import {
+  Args,
+  Context,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import type { GqlContext } from '../graphql/context.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+} from '../graphql/connection.js';
+import { NodeRegistry } from '../graphql/node.js';
+import type { User } from '../users/user.js';
+import { UserModel } from '../users/user.model.js';
+import { userLoader } from '../users/users.loaders.js';
+import { UsersService } from '../users/users.service.js';
+import { OrderStatus, type Order } from './order.js';
+import { CreateOrderInput, OrderConnection, OrderModel } from './order.model.js';
+import { OrdersService } from './orders.service.js';
+
+const ORDER_KEY = 'created_at';
+const cursorOf = (o: Order) => encodeCursor(ORDER_KEY, o.createdAt, o.id);
+
+/** Order queries and mutations; thin: every rule is in OrdersService (STYLE.md habit 1). */
+@Resolver(() => OrderModel)
+export class OrdersResolver {
+  constructor(
+    private readonly orders: OrdersService,
+    private readonly users: UsersService,
+    nodes: NodeRegistry,
+  ) {
+    nodes.register('order', 'Order', (ctx, id) => this.orders.get(ctx.caller, id));
+  }
+
+  @Query(() => OrderModel, {
+    nullable: true,
+    description:
+      'An order: its owner and ADMINs only (FORBIDDEN otherwise, NOT_FOUND when unknown).',
+  })
+  order(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<Order> {
+    return this.orders.get(ctx.caller, id);
+  }
+
+  @Mutation(() => OrderModel, {
+    description: 'A new PENDING order; USER for themself, ADMIN for anyone.',
+  })
+  createOrder(
+    @Args('userId', { type: () => ID }) userId: string,
+    @Args('input') input: CreateOrderInput,
+    @Context() ctx: GqlContext,
+  ): Promise<Order> {
+    return this.orders.create(ctx.caller, userId, {
+      currency: input.currency,
+      items: input.items.map((i) => ({
+        sku: i.sku,
+        quantity: i.quantity,
+        unitPriceCents: i.unitPriceCents,
+      })),
+    });
+  }
+
+  @Mutation(() => OrderModel, {
+    description:
+      'Moves an order through its state machine (CONFLICT for an invalid transition). ADMIN: any valid ' +
+      'transition; USER: cancel their own pending order.',
+  })
+  updateOrderStatus(
+    @Args('id', { type: () => ID }) id: string,
+    @Args('status', { type: () => OrderStatus }) status: OrderStatus,
+    @Context() ctx: GqlContext,
+  ): Promise<Order> {
+    return this.orders.updateStatus(ctx.caller, id, status);
+  }
+
+  @ResolveField('user', () => UserModel, {
+    nullable: true,
+    description: 'The user who placed the order.',
+  })
+  user(@Parent() order: Order, @Context() ctx: GqlContext): Promise<User | undefined> {
+    return userLoader(ctx, this.users).load(order.userId);
+  }
+}
+
+/** `User.orders`: a field of the users' type, resolved here so the order rules stay with orders. */
+@Resolver(() => UserModel)
+export class UserOrdersResolver {
+  constructor(private readonly orders: OrdersService) {}
+
+  @ResolveField('orders', () => OrderConnection, {
+    nullable: true,
+    description:
+      "The user's orders, oldest first. Visible to the user and ADMINs; null with FORBIDDEN for others. " +
+      'Batched: one statement for the first page of every user in a list.',
+  })
+  async userOrders(
+    @Parent() user: User,
+    @Context() ctx: GqlContext,
+    @Args('first', { type: () => Int, nullable: true }) first?: number,
+    @Args('after', { type: () => String, nullable: true }) after?: string,
+    @Args('status', { type: () => OrderStatus, nullable: true }) status?: OrderStatus,
+  ): Promise<ConnectionValue<Order>> {
+    this.orders.assertCanReadOrdersOf(ctx.caller, user.id);
+    const window = pageWindow({ first, after }, ORDER_KEY);
+    const key = `ordersOfUser:${window.size}:${after ?? ''}:${status ?? ''}`;
+    const pages = ctx.loaders.get<string, Order[]>(key, async (ids) => {
+      const byUser = await this.orders.pagesForUsers(ids, {
+        size: window.size,
+        after: window.after,
+        status,
+      });
+      return ids.map((id) => byUser.get(id) ?? []);
+    });
+    const counts = ctx.loaders.get<string, number>(`orderCounts:${status ?? ''}`, async (ids) => {
+      const byUser = await this.orders.countsForUsers(ids, status);
+      return ids.map((id) => byUser.get(id) ?? 0);
+    });
+    const rows = await pages.load(user.id);
+    return connectionFromRows(rows, window, cursorOf, {
+      totalCount: () => counts.load(user.id),
+      existsBeyond: async () => window.after !== undefined, // paging forward only: something preceded `after`
+    });
+  }
+}
