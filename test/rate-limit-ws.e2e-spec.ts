@@ -1,0 +1,144 @@
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startApp, type TestApp } from './helpers/app.js';
+import { createApiKey } from './helpers/factories.js';
+import { signUp, type SignedUp } from './helpers/rate-limit.js';
+
+interface Message {
+  id?: string;
+  type: string;
+  payload?: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- protocol messages of any shape
+}
+
+/** A raw graphql-transport-ws connection: every message kept, so tests can wait for a specific one. */
+class RawSocket {
+  readonly messages: Message[] = [];
+  closeCode: number | undefined;
+  private readonly waiters: (() => void)[] = [];
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => {
+      this.messages.push(JSON.parse(data.toString()) as Message);
+      this.waiters.splice(0).forEach((w) => w());
+    });
+    ws.on('close', (code: number) => {
+      this.closeCode = code;
+      this.waiters.splice(0).forEach((w) => w());
+    });
+  }
+
+  /** Opens and sends connection_init; resolves once acknowledged or closed. */
+  static async open(base: string, params: Record<string, string>): Promise<RawSocket> {
+    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+    const socket = new RawSocket(ws);
+    await once(ws, 'open');
+    ws.send(JSON.stringify({ type: 'connection_init', payload: params }));
+    await socket.until(() => socket.acked || socket.closeCode !== undefined);
+    return socket;
+  }
+
+  get acked(): boolean {
+    return this.messages.some((m) => m.type === 'connection_ack');
+  }
+
+  async until(done: () => boolean, timeoutMs = 3_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done()) {
+      if (Date.now() > deadline) {
+        throw new Error(`timed out; messages: ${JSON.stringify(this.messages)}, close ${this.closeCode}`);
+      }
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+  }
+
+  subscribe(id: string, query: string): void {
+    this.ws.send(JSON.stringify({ id, type: 'subscribe', payload: { query } }));
+  }
+
+  complete(id: string): void {
+    this.ws.send(JSON.stringify({ id, type: 'complete' }));
+  }
+
+  of(id: string, type: string): Message[] {
+    return this.messages.filter((m) => m.id === id && m.type === type);
+  }
+
+  async close(): Promise<void> {
+    if (this.closeCode === undefined) {
+      this.ws.close(1000);
+      await this.until(() => this.closeCode !== undefined);
+    }
+  }
+}
+
+describe('WebSocket caps', () => {
+  let t: TestApp;
+  let u: SignedUp;
+  const open: RawSocket[] = [];
+  const connect = async (params: Record<string, string>) => {
+    const s = await RawSocket.open(t.url, params);
+    open.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    t = await startApp({ WS_MAX_CONNECTIONS_PER_IDENTITY: '2', WS_MAX_OPERATIONS_PER_CONNECTION: '2' });
+    u = await signUp(t.url);
+  });
+  afterAll(async () => {
+    await Promise.all(open.map((s) => s.close()));
+    await t.close();
+  });
+
+  it('closes a connection beyond the per-identity cap with 4429, and frees the slot on close', async () => {
+    const bearer = { Authorization: `Bearer ${u.token}` };
+    const a = await connect(bearer);
+    const b = await connect(bearer);
+    expect(a.acked && b.acked).toBe(true);
+    const c = await connect(bearer);
+    expect(c.acked).toBe(false);
+    expect(c.closeCode).toBe(4429);
+
+    // the owner's API key is another identity
+    const key = await createApiKey(u.client);
+    const byKey = await connect({ apiKey: key.key });
+    expect(byKey.acked).toBe(true);
+
+    await a.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const d = await connect(bearer);
+    expect(d.acked).toBe(true);
+    await Promise.all([b.close(), d.close(), byKey.close()]);
+  });
+
+  it('refuses an operation beyond the per-connection cap with RATE_LIMITED, and admits one when another ends', async () => {
+    const s = await connect({ Authorization: `Bearer ${u.token}` });
+    expect(s.acked).toBe(true);
+    const sub = `subscription { userUpdated(id: "${u.id}") { id name } }`;
+    s.subscribe('1', sub);
+    s.subscribe('2', sub);
+    s.subscribe('3', sub);
+    await s.until(() => s.of('3', 'error').length > 0);
+    expect(s.of('3', 'error')[0]?.payload[0].extensions.code).toBe('RATE_LIMITED');
+    expect(s.of('1', 'error')).toEqual([]);
+    expect(s.of('2', 'error')).toEqual([]);
+
+    s.complete('1');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    s.subscribe('4', sub);
+    // '2' and '4' are live: a change of the user reaches both
+    const patched = await u.client.patch(`/api/v1/users/${u.id}`, { name: 'Renamed over WS' }, {
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    expect(patched.status).toBe(200);
+    await s.until(() => s.of('2', 'next').length > 0 && s.of('4', 'next').length > 0);
+    expect(s.of('4', 'next')[0]?.payload.data.userUpdated.name).toBe('Renamed over WS');
+    expect(s.of('4', 'error')).toEqual([]);
+    expect(s.of('1', 'next')).toEqual([]);
+    await s.close();
+  });
+});
