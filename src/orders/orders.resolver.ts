@@ -73,10 +73,11 @@ export class OrdersResolver {
   })
   updateOrderStatus(
     @Args('id', { type: () => ID }) id: string,
-    @Args('status', { type: () => OrderStatus }) status: OrderStatus,
+    // `| null` keeps the global validation pipe off the enum (its metadata would be the enum object)
+    @Args('status', { type: () => OrderStatus }) status: OrderStatus | null,
     @Context() ctx: GqlContext,
   ): Promise<Order> {
-    return this.orders.updateStatus(ctx.caller, id, status);
+    return this.orders.updateStatus(ctx.caller, id, status as OrderStatus); // non-null in the schema
   }
 
   @ResolveField('user', () => UserModel, {
@@ -104,8 +105,9 @@ export class UserOrdersResolver {
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, nullable: true }) first?: number,
     @Args('after', { type: () => String, nullable: true }) after?: string,
-    @Args('status', { type: () => OrderStatus, nullable: true }) status?: OrderStatus,
+    @Args('status', { type: () => OrderStatus, nullable: true }) statusArg?: OrderStatus | null,
   ): Promise<ConnectionValue<Order>> {
+    const status = statusArg ?? undefined;
     this.orders.assertCanReadOrdersOf(ctx.caller, user.id);
     const window = pageWindow({ first, after }, ORDER_KEY);
     const key = `ordersOfUser:${window.size}:${after ?? ''}:${status ?? ''}`;
