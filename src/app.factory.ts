@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import helmet from '@fastify/helmet';
 import { RequestMethod } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { registerHttpHooks, rewriteUrl } from './common/http-hooks.js';
+import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
+import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
 import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -20,7 +20,6 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 function genReqId(req: IncomingMessage): string {
   const header = req.headers['x-request-id'];
   const id = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
-  (req as IncomingMessage & { id: string }).id = id; // pino-http reads it from here
   return id;
 }
 
@@ -40,7 +39,10 @@ export function originAllowed(origin: string, allowed: string[]): boolean {
 
 /** Builds the whole application (not listening): used by main.ts and by every test. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const logger = createRootLogger(config);
   const adapter = new FastifyAdapter({
+    loggerInstance: logger,
+    logController: new RequestLogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT,
     genReqId,
     requestIdHeader: false,
@@ -52,13 +54,11 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   registerHttpHooks(adapter);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    bufferLogs: true,
+    logger: new PinoLoggerService(logger),
     abortOnError: false,
     // Fastify parses JSON itself (see http-hooks.ts); Nest's extra parsers would accept form bodies.
     bodyParser: false,
   });
-  app.useLogger(app.get(Logger));
-  app.flushLogs();
 
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
@@ -110,17 +110,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     strictPreflight: false,
     optionsSuccessStatus: 200,
   });
-  await app.register(helmet, {
-    // Swagger UI needs inline scripts and styles; the JSON API itself serves no HTML.
-    contentSecurityPolicy: {
-      directives: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'", "'unsafe-inline'"],
-        styleSrc: ["'self'", "'unsafe-inline'"],
-        imgSrc: ["'self'", 'data:'],
-      },
-    },
-    crossOriginEmbedderPolicy: false,
+  const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
+  fastify.addHook('onRequest', (_req, reply, done) => {
+    void reply.headers(securityHeaders);
+    done();
   });
 
   const document = SwaggerModule.createDocument(

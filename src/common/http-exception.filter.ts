@@ -1,4 +1,4 @@
-import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { codeOfStatus, DomainError, statusOf, WWW_AUTHENTICATE, type ErrorCode, type ErrorDetail } from './errors.js';
 
@@ -45,7 +45,7 @@ export function toDomainError(exception: unknown): DomainError | undefined {
     return new DomainError(codeOfStatus(status), Array.isArray(message) ? message.join('; ') : String(message));
   }
   if (exception && typeof exception === 'object') {
-    return fromFastify(exception as { code?: string; statusCode?: number; message?: string });
+    return fromFastify(exception);
   }
   return undefined;
 }
@@ -67,8 +67,6 @@ export function sendError(reply: FastifyReply, err: DomainError, requestId?: str
 
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
-  private readonly logger = new Logger('HttpExceptionFilter');
-
   catch(exception: unknown, host: ArgumentsHost): unknown {
     if (host.getType<string>() !== 'http') {
       return exception; // GraphQL formats its own errors
@@ -77,7 +75,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     let error = toDomainError(exception);
     if (!error) {
-      this.logger.error({ err: exception, reqId: request.id }, 'unhandled error');
+      request.log.error({ err: exception }, 'unhandled error');
       error = new DomainError('internal_error', 'Internal server error; quote the request id when reporting it');
     }
     sendError(reply, error, request.id);

@@ -34,7 +34,7 @@ class QueryApiKeyStrategy extends PassportBase {
     }
     this.verify(key, (err, user) => {
       if (err) {
-        this.error(err as Error);
+        this.error(err);
       } else if (!user) {
         this.fail('Invalid api_key', 401);
       } else {
