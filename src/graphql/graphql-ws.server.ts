@@ -78,12 +78,19 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       {
         schema,
         onConnect: async (ctx) => {
+          // an address over its auth bucket (failed credential checks) opens no socket: 4429
+          const address = this.limits.clientAddress(ctx.extra.request);
+          if (await this.limits.credentialChecksBlocked(address)) {
+            ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many failed credential checks');
+            return false;
+          }
           const caller = await this.contexts.callerFromConnectionParams(ctx.connectionParams);
           if (caller === null) {
+            await this.limits.recordFailedCredentials(address);
             return false; // 4403 Forbidden: credentials presented but invalid
           }
           ctx.extra.caller = caller;
-          const identity = caller ? identityOf(caller) : `ip:${ctx.extra.request.socket.remoteAddress ?? '?'}`;
+          const identity = this.limits.identityOf(caller, address);
           if (!this.limits.acquireConnection(ctx, identity)) {
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many connections');
             return false;
@@ -91,7 +98,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           return true;
         },
         onClose: (ctx) => this.limits.releaseConnection(ctx),
-        onSubscribe: (ctx, _id, payload): ExecutionArgs | readonly GraphQLError[] => {
+        onSubscribe: async (ctx, _id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
           const caller = ctx.extra.caller;
           if (!this.limits.operationAllowed(ctx)) {
             return [this.limits.tooManyOperationsError()];
@@ -120,6 +127,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           }
           if (requested > MAX_QUERY_COST) {
             return [tooComplex(requested)];
+          }
+          // a request from the identity's request bucket and the cost from its budget, as over HTTP
+          const refused = await this.limits.chargeOperation(ctx, requested);
+          if (refused) {
+            return [refused];
           }
           const contextValue = this.contexts.forSocket(caller, ctx.connectionParams);
           contextValue.cost = { requested, limit: MAX_QUERY_COST };

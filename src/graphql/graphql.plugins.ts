@@ -4,11 +4,19 @@ import type {
   GraphQLRequestContextWillSendResponse,
   GraphQLRequestListener,
 } from '@apollo/server';
-import { OperationTypeNode, type GraphQLError } from 'graphql';
+import { GraphQLError, OperationTypeNode } from 'graphql';
 import type { GqlContext } from './context.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { wantsGraphqlResponseJson } from './media-type.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+
+function inputError(err: unknown, status: number): GraphQLError {
+  const message = err instanceof Error ? err.message : 'Invalid variables';
+  return new GraphQLError(message, {
+    nodes: err instanceof GraphQLError ? err.nodes : undefined,
+    extensions: { code: 'BAD_USER_INPUT', http: { status } },
+  });
+}
 
 function withStatus(error: GraphQLError, status: number): GraphQLError {
   Object.assign(error.extensions, { http: { status } });
@@ -35,12 +43,13 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
         ) {
           throw authenticationRequired(strict ? 401 : 200);
         }
-        const requested = operationCost(
-          rc.schema,
-          rc.document,
-          rc.request.variables,
-          rc.operationName,
-        );
+        let requested: number;
+        try {
+          requested = operationCost(rc.schema, rc.document, rc.request.variables, rc.operationName);
+        } catch (err) {
+          // variables that do not coerce (the cost needs their values): Apollo would say the same later
+          throw inputError(err, strict ? 400 : 200);
+        }
         rc.contextValue.cost = { requested, limit: MAX_QUERY_COST };
         if (requested > MAX_QUERY_COST) {
           throw withStatus(tooComplex(requested), strict ? 400 : 200);
