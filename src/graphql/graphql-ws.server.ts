@@ -25,7 +25,7 @@ import type { Disposable } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../app.factory.js';
-import { identityOf, type MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { CLOSE_TOO_MANY_CONNECTIONS, SocketLimitsService } from '../rate-limit/socket-limits.service.js';
 import { GraphqlContextFactory } from './context.factory.js';

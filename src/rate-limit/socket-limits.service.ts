@@ -1,6 +1,10 @@
+import type { IncomingMessage } from 'node:http';
+import { BlockList, isIP } from 'node:net';
 import { Inject, Injectable } from '@nestjs/common';
 import { GraphQLError } from 'graphql';
+import type { MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { BUCKET_GRAPHQL_COST, BUCKET_REQUESTS, RateLimitService, secondsUntil } from './rate-limit.service.js';
 
 /** Anything that names one socket for its lifetime: an id, or the graphql-ws `Context` object itself. */
 export type SocketRef = string | object;
@@ -18,7 +22,11 @@ export const CLOSE_TOO_MANY_CONNECTIONS = 4429;
  *   onConnect:   once the caller is known, `if (!limits.acquireConnection(ctx, identity))` close the
  *                socket with CLOSE_TOO_MANY_CONNECTIONS and return false;
  *   onClose:     `limits.releaseConnection(ctx)` (graphql-ws calls it for every socket, acknowledged or not);
- *   onSubscribe: `if (!limits.operationAllowed(ctx)) return [limits.tooManyOperationsError()]`.
+ *   onSubscribe: `if (!limits.operationAllowed(ctx)) return [limits.tooManyOperationsError()]`, and
+ *                once the cost is known `const refused = await limits.chargeOperation(ctx, cost)`:
+ *                each operation counts as a request and spends its cost from the identity's budget.
+ * Failed credentials in `connection_init` count against the address's auth bucket
+ * (`credentialChecksBlocked` / `recordFailedCredentials` with `clientAddress(request)`).
  * Running operations are read from graphql-ws's own `ctx.subscriptions` (it adds an operation before
  * onSubscribe and drops it however it ends), so there is nothing to release and nothing to leak.
  */
@@ -27,7 +35,91 @@ export class SocketLimitsService {
   private readonly identities = new Map<SocketRef, string>();
   private readonly perIdentity = new Map<string, number>();
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  private readonly trusted = new BlockList();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly limits: RateLimitService,
+  ) {
+    for (const entry of config.trustedProxies) {
+      if (entry === 'loopback') {
+        this.trusted.addSubnet('127.0.0.0', 8, 'ipv4');
+        this.trusted.addAddress('::1', 'ipv6');
+        continue;
+      }
+      const [address = '', prefix] = entry.split('/');
+      const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+      if (isIP(address) === 0) {
+        continue;
+      }
+      if (prefix === undefined) {
+        this.trusted.addAddress(address, family);
+      } else {
+        this.trusted.addSubnet(address, Number(prefix), family);
+      }
+    }
+  }
+
+  /**
+   * The client address of an upgrade request: the peer, or, when the peer is a trusted proxy
+   * (TRUSTED_PROXIES), the nearest untrusted X-Forwarded-For entry (as Fastify's `trustProxy` does
+   * for HTTP requests).
+   */
+  clientAddress(request: IncomingMessage): string {
+    const chain = [request.socket.remoteAddress ?? 'unknown'];
+    const forwarded = request.headers['x-forwarded-for'];
+    if (typeof forwarded === 'string') {
+      chain.push(...forwarded.split(',').map((a) => a.trim()).filter(Boolean).reverse());
+    }
+    let i = 0;
+    while (i < chain.length - 1 && this.isTrusted(chain[i] ?? '')) {
+      i += 1;
+    }
+    return chain[i] ?? 'unknown';
+  }
+
+  private isTrusted(address: string): boolean {
+    const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
+    const family = isIP(plain);
+    return family !== 0 && this.trusted.check(plain, family === 6 ? 'ipv6' : 'ipv4');
+  }
+
+  /** The identity a connection counts against (`identityOf`, or the client address when anonymous). */
+  identityOf(caller: MaybeCaller, address: string): string {
+    return this.limits.trackerOf(caller, address);
+  }
+
+  credentialChecksBlocked(address: string): Promise<unknown> {
+    return this.limits.credentialChecksBlocked(address);
+  }
+
+  recordFailedCredentials(address: string): Promise<void> {
+    return this.limits.recordFailedCredentials(address);
+  }
+
+  /**
+   * An operation on a registered connection: one request from the identity's request bucket and
+   * `cost` points from its GraphQL budget (the same counters as HTTP). The error to send when either
+   * is used up, else undefined (also when the counter store is unavailable: fail open).
+   */
+  async chargeOperation(socket: SocketRef, cost: number): Promise<GraphQLError | undefined> {
+    if (!this.config.rateLimitEnabled) {
+      return undefined;
+    }
+    const identity = this.identities.get(socket) ?? 'ip:unknown';
+    const request = await this.limits.hit(BUCKET_REQUESTS, identity, 1, this.config.rateLimit, this.config.rateLimitWindowS);
+    if (request && !request.allowed) {
+      return rateLimited(`Too many requests; retry in ${secondsUntil(request.resetMs)} s`);
+    }
+    const budget = this.config.graphqlCostBudget;
+    const spent = await this.limits.hit(BUCKET_GRAPHQL_COST, identity, cost, budget, this.config.graphqlCostWindowS);
+    if (spent && !spent.allowed) {
+      return rateLimited(
+        `Query cost budget exhausted: this operation costs ${cost} points, ${Math.max(0, budget - spent.count)} of ${budget} are left; retry in ${secondsUntil(spent.resetMs)} s`,
+      );
+    }
+    return undefined;
+  }
 
   get maxConnections(): number {
     return this.config.wsMaxConnectionsPerIdentity;
@@ -81,8 +173,10 @@ export class SocketLimitsService {
 
   /** The error an operation over the cap gets (sent as graphql-ws `error` message). */
   tooManyOperationsError(): GraphQLError {
-    return new GraphQLError(`Too many operations on this connection (at most ${this.maxOperations} at once)`, {
-      extensions: { code: 'RATE_LIMITED' },
-    });
+    return rateLimited(`Too many operations on this connection (at most ${this.maxOperations} at once)`);
   }
+}
+
+function rateLimited(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'RATE_LIMITED' } });
 }
