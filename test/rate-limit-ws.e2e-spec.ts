@@ -142,3 +142,46 @@ describe('WebSocket caps', () => {
     await s.close();
   });
 });
+
+describe('WebSocket operations and credentials against the shared counters', () => {
+  it('spends each operation’s cost from the identity’s budget (shared with HTTP); over it, RATE_LIMITED', async () => {
+    const t = await startApp({ GRAPHQL_COST_BUDGET: '120', GRAPHQL_COST_WINDOW_S: '30' });
+    try {
+      const u = await signUp(t.url);
+      const s = await RawSocket.open(t.url, { Authorization: `Bearer ${u.token}` });
+      const expensive = '{ users(first: 50) { edges { node { id name } } } }';
+      s.subscribe('1', expensive);
+      await s.until(() => s.of('1', 'complete').length > 0 || s.of('1', 'error').length > 0);
+      expect(s.of('1', 'error')).toEqual([]);
+      s.subscribe('2', expensive);
+      await s.until(() => s.of('2', 'error').length > 0 || s.of('2', 'complete').length > 0);
+      expect(s.of('2', 'error')[0]?.payload[0].extensions.code).toBe('RATE_LIMITED');
+      // HTTP sees what the socket spent
+      const http = await u.client.post('/graphql', { query: '{ me { id } }' });
+      expect(http.status).toBe(200);
+      expect(http.body.extensions.cost.remaining).toBeLessThan(120 - 50);
+      await s.close();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('counts failed connection_init credentials against the address’s auth bucket; over it, 4429', async () => {
+    const t = await startApp({ AUTH_RATE_LIMIT: '2', AUTH_RATE_LIMIT_WINDOW_S: '30', TRUSTED_PROXIES: '127.0.0.1' });
+    try {
+      // signed up from another (forwarded) address: its requests do not touch 127.0.0.1's bucket
+      const u = await signUp(t.url, '10.7.0.1');
+      const bad = await RawSocket.open(t.url, { Authorization: 'Bearer not.a.jwt' });
+      expect(bad.closeCode).toBe(4403);
+      const bad2 = await RawSocket.open(t.url, { apiKey: 'ak_no_such_key_000000000000' });
+      expect(bad2.closeCode).toBe(4403);
+      const good = await RawSocket.open(t.url, { Authorization: `Bearer ${u.token}` });
+      expect(good.acked).toBe(false);
+      expect(good.closeCode).toBe(4429);
+      // REST from the same address is refused too (one bucket)
+      expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+});
