@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { RedisConnections } from '../redis/redis.module.js';
@@ -107,12 +106,13 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
     if (this.client.status === 'ready') {
       return;
     }
-    const ready = once(this.client, 'ready').then(() => true);
+    // not events.once(): it rejects on the first 'error' (ECONNREFUSED while Redis is down) and boot
+    // would fail instead of failing open
+    const ready = new Promise<boolean>((resolve) => this.client.once('ready', () => resolve(true)));
     const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), BOOT_CONNECT_WAIT_MS).unref());
     if (!(await Promise.race([ready, timeout]))) {
       this.failOpen('not connected at startup');
     }
-    ready.catch(() => undefined);
   }
 
   async hit(key: string, amount: number, limit: number, windowMs: number): Promise<HitResult | undefined> {

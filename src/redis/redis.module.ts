@@ -49,8 +49,24 @@ export class RedisConnections implements OnApplicationShutdown {
     return client;
   }
 
+  /** QUIT when connected (bounded to 1 s); a client that is not connected is just dropped. */
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all(this.clients.map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.all(
+      this.clients.map(async (c) => {
+        if (c.status !== 'ready') {
+          c.disconnect();
+          return;
+        }
+        const timer = setTimeout(() => c.disconnect(), 1_000);
+        try {
+          await c.quit();
+        } catch {
+          c.disconnect();
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
   }
 }
 
