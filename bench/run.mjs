@@ -10,6 +10,7 @@
 //                       (default: the first two CPUs this process may use)
 //   BENCH_NO_PIN=1      do not pin anything
 //   BENCH_APP_NODE_ARGS extra node flags for the app, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+//   BENCH_FANOUT_SUBSCRIBERS, BENCH_FANOUT_RATE   fan-out scenario: subscribers (200), messages/s (50)
 // See bench/README.md for how to read the table.
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
@@ -20,6 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runFanout } from './fanout.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_EMAIL = 'bench-admin@example.com';
@@ -41,6 +43,8 @@ const settings = {
   warmup: positiveNumber('BENCH_WARMUP', 2, true),
   connections: positiveNumber('BENCH_CONNECTIONS', 10),
   pipelining: positiveNumber('BENCH_PIPELINING', 1),
+  fanoutSubscribers: positiveNumber('BENCH_FANOUT_SUBSCRIBERS', 200),
+  fanoutRate: positiveNumber('BENCH_FANOUT_RATE', 50),
 };
 
 /**
@@ -113,6 +117,14 @@ function buildScenarios(ctx) {
       url: `${ctx.limiterOff}${userPath}`,
       pid: ctx.limiterOffPid,
       headers: { authorization: `Bearer ${ctx.token}` },
+    },
+    // real-time fan-out (bench/fanout.mjs): graphql-ws subscribers on one room, REST posts at a steady rate
+    {
+      name: 'fanout',
+      target: 'fanout',
+      method: 'WS',
+      url: `${ctx.app}/graphql`,
+      pid: ctx.appPid,
     },
   ];
 }
@@ -212,6 +224,8 @@ async function main() {
     ADMIN_EMAIL,
     ADMIN_PASSWORD,
     RATE_LIMIT: '100000000',
+    // the fan-out scenario opens BENCH_FANOUT_SUBSCRIBERS sockets with one identity
+    WS_MAX_CONNECTIONS_PER_IDENTITY: '100000',
   });
   const appNodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const appProc = startChild('app', [...appNodeArgs, mainJs], appEnv, pin?.server);
@@ -312,7 +326,7 @@ async function main() {
   }
 
   // --- scenarios ----------------------------------------------------------------------------------
-  const all = buildScenarios({ app, bare, token, apiKey, userId, ...limiterUrls });
+  const all = buildScenarios({ app, appPid: appProc.pid, bare, token, apiKey, userId, ...limiterUrls });
   if (args.list) {
     for (const s of all) {
       console.log(`${s.name}\t${s.method} ${s.url}`);
@@ -328,6 +342,10 @@ async function main() {
   );
   const results = [];
   for (const scenario of scenarios) {
+    if (scenario.target === 'fanout') {
+      results.push(await fanoutRow(scenario, app, token));
+      continue;
+    }
     await preflight(scenario);
     if (settings.warmup > 0) {
       await load(scenario, settings.warmup);
@@ -361,7 +379,8 @@ async function main() {
 
   const base = results.find((r) => r.baseline);
   for (const r of results) {
-    r.ratio = base && base.reqPerSec > 0 ? r.reqPerSec / base.reqPerSec : null;
+    // fan-out counts delivered events, not requests: no ratio to the bare server
+    r.ratio = base && base.reqPerSec > 0 && !r.fanout ? r.reqPerSec / base.reqPerSec : null;
   }
   printTable(results);
   const on = results.find((r) => r.scenario === 'rest-get-user-limiter-on');
@@ -401,6 +420,44 @@ async function main() {
 }
 
 // --------------------------------------------------------------------------------------------------
+
+/** Runs the fan-out scenario; its row reads: req/s = delivered events/s, latencies = delivery latency. */
+async function fanoutRow(scenario, app, token) {
+  let cpuBefore;
+  const f = await runFanout({
+    app,
+    token,
+    subscribers: settings.fanoutSubscribers,
+    rate: settings.fanoutRate,
+    duration: settings.duration,
+    warmup: settings.warmup,
+    onMeasureStart: () => (cpuBefore = cpuMs(scenario.pid)),
+  });
+  const cpuAfter = cpuMs(scenario.pid);
+  const serverCpuPct =
+    cpuBefore !== undefined && cpuAfter !== undefined ? ((cpuAfter - cpuBefore) / f.windowMs) * 100 : undefined;
+  console.log(
+    `  ${scenario.name}: ${f.subscribers} subscribers x ${f.messages} messages at ${f.rate}/s -> ` +
+      `${f.delivered}/${f.expected} delivered, ${fmt(f.eventsPerSec, 0)} events/s, ` +
+      `delivery latency p50 ${fmt(f.p50Ms, 1)} ms, p99 ${fmt(f.p99Ms, 1)} ms, max ${fmt(f.maxMs, 1)} ms; ` +
+      `CPU: server ${fmt(serverCpuPct, 0)}%, load generator ${fmt(f.clientCpuPct, 0)}%` +
+      (f.postErrors ? `, ${f.postErrors} failed posts` : ''),
+  );
+  return {
+    scenario: scenario.name,
+    baseline: false,
+    reqPerSec: f.eventsPerSec,
+    p50Ms: f.p50Ms,
+    p99Ms: f.p99Ms,
+    total: f.delivered,
+    non2xx: f.postErrors,
+    // a lost event on one instance is a defect (in-process delivery loses nothing)
+    errors: f.lost,
+    timeouts: 0,
+    statusCodes: {},
+    fanout: { ...f, serverCpuPct },
+  };
+}
 
 /** utime + stime of a process in ms (Linux /proc), or undefined. */
 function cpuMs(pid) {

@@ -1,0 +1,208 @@
+// Fan-out scenario: N graphql-ws subscribers on one room, messages posted through the REST API at a
+// steady rate; measures delivery latency (POST sent -> event received by a subscriber) and delivered
+// events per second. Run by bench/run.mjs (`npm run bench -- --only fanout`); see bench/README.md.
+// Environment: BENCH_FANOUT_SUBSCRIBERS (default 200), BENCH_FANOUT_RATE (messages/s, default 50).
+import { createClient } from 'graphql-ws';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import WebSocket from 'ws';
+
+const SUBSCRIPTION = `subscription($roomId: ID!) {
+  messageAdded(roomId: $roomId) { id content createdAt author { id name } }
+}`;
+
+/**
+ * @param {{ app: string, token: string, subscribers: number, rate: number, duration: number,
+ *           warmup: number, onMeasureStart?: () => void }} options
+ */
+export async function runFanout({
+  app,
+  token,
+  subscribers,
+  rate,
+  duration,
+  warmup,
+  onMeasureStart,
+}) {
+  const auth = {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  };
+  const roomRes = await fetch(`${app}/api/v1/rooms`, {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ name: `bench-fanout-${Date.now()}` }),
+  });
+  const room = (await roomRes.json())?.data?.id;
+  if (roomRes.status !== 201 || typeof room !== 'string') {
+    throw new Error(`fanout: POST /api/v1/rooms -> ${roomRes.status}`);
+  }
+
+  // --- subscribers ---------------------------------------------------------------------------------
+  const wsUrl = `${app.replace(/^http/, 'ws')}/graphql`;
+  /** latencies (ms) of measured messages, and per-subscriber counts of them */
+  const latencies = [];
+  const received = new Array(subscribers).fill(0);
+  const sentAt = new Map(); // message tag -> performance.now() when its POST started
+  let measuring = false;
+  let lastReceipt = 0;
+  const failures = [];
+  const clients = [];
+  const ready = [];
+  for (let i = 0; i < subscribers; i++) {
+    const client = createClient({
+      url: wsUrl,
+      webSocketImpl: WebSocket,
+      connectionParams: { Authorization: `Bearer ${token}` },
+      lazy: false,
+      retryAttempts: 0,
+      onNonLazyError: (err) => failures.push(`subscriber ${i}: ${describe(err)}`),
+    });
+    clients.push(client);
+    ready.push(
+      new Promise((resolve) => {
+        client.subscribe(
+          { query: SUBSCRIPTION, variables: { roomId: room } },
+          {
+            next: (value) => {
+              const now = performance.now();
+              if (value.errors?.length) {
+                failures.push(`subscriber ${i}: ${JSON.stringify(value.errors).slice(0, 200)}`);
+                return;
+              }
+              const tag = value.data?.messageAdded?.content;
+              if (tag === 'probe') {
+                resolve();
+                return;
+              }
+              const t0 = sentAt.get(tag);
+              if (measuring && t0 !== undefined) {
+                latencies.push(now - t0);
+                received[i] += 1;
+                lastReceipt = now;
+              }
+            },
+            error: (err) => {
+              failures.push(`subscriber ${i}: ${describe(err)}`);
+              resolve();
+            },
+            complete: () => undefined,
+          },
+        );
+      }),
+    );
+  }
+
+  const post = async (content) => {
+    const res = await fetch(`${app}/api/v1/rooms/${room}/messages`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ content }),
+    });
+    await res.arrayBuffer();
+    if (res.status !== 201) {
+      throw new Error(`POST messages -> ${res.status}`);
+    }
+  };
+
+  try {
+    // every subscription is live once it has seen a probe (posted until all have one)
+    const allReady = Promise.all(ready);
+    let settled = false;
+    void allReady.then(() => (settled = true));
+    const deadline = Date.now() + 30_000;
+    while (!settled) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `fanout: subscribers not live after 30 s (${failures.slice(0, 3).join('; ')})`,
+        );
+      }
+      await post('probe');
+      await Promise.race([allReady, sleep(200)]);
+    }
+    if (failures.length > 0) {
+      throw new Error(
+        `fanout: ${failures.length} subscriber failures: ${failures.slice(0, 3).join('; ')}`,
+      );
+    }
+
+    // --- warm-up (not measured), then the measured window at a steady rate -------------------------
+    let seq = 0;
+    let postErrors = 0;
+    const paced = async (seconds, measure) => {
+      const count = Math.max(1, Math.round(seconds * rate));
+      const start = performance.now();
+      const inFlight = [];
+      for (let n = 0; n < count; n++) {
+        const due = start + (n * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 0) {
+          await sleep(wait);
+        }
+        const tag = `m${seq++}`;
+        if (measure) {
+          sentAt.set(tag, performance.now());
+        }
+        inFlight.push(post(tag).catch(() => (postErrors += 1)));
+      }
+      await Promise.all(inFlight);
+      return { count, start };
+    };
+    if (warmup > 0) {
+      await paced(warmup, false);
+      await sleep(500);
+    }
+    measuring = true;
+    onMeasureStart?.();
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
+    const { count, start } = await paced(duration, true);
+    // wait for the tail: every expected delivery, or 5 s of silence
+    const expected = count * subscribers;
+    const tailDeadline = performance.now() + 5_000;
+    while (latencies.length < expected && performance.now() < tailDeadline) {
+      await sleep(20);
+    }
+    measuring = false;
+    const windowMs = performance.now() - wall0;
+    const cpu = process.cpuUsage(cpu0);
+
+    latencies.sort((a, b) => a - b);
+    const pct = (p) =>
+      latencies.length
+        ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]
+        : NaN;
+    const elapsedS = ((lastReceipt || performance.now()) - start) / 1000;
+    return {
+      room,
+      subscribers,
+      rate,
+      messages: count,
+      expected,
+      delivered: latencies.length,
+      lost: expected - latencies.length,
+      incompleteSubscribers: received.filter((r) => r < count).length,
+      postErrors,
+      eventsPerSec: latencies.length / elapsedS,
+      p50Ms: pct(0.5),
+      p99Ms: pct(0.99),
+      maxMs: latencies[latencies.length - 1] ?? NaN,
+      windowMs,
+      /** this process (the 200 clients and the poster): near 100% means the client is the limit */
+      clientCpuPct: ((cpu.user + cpu.system) / 1000 / windowMs) * 100,
+    };
+  } finally {
+    await Promise.all(clients.map((c) => Promise.resolve(c.dispose()).catch(() => undefined)));
+  }
+}
+
+function describe(err) {
+  if (err instanceof Error) {
+    return err.message;
+  }
+  if (err && typeof err === 'object' && 'code' in err) {
+    return `close ${err.code} ${err.reason ?? ''}`;
+  }
+  return JSON.stringify(err)?.slice(0, 200) ?? String(err);
+}
