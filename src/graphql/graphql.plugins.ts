@@ -65,10 +65,12 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
         if (rc.contextValue.cost) {
           result.extensions = { ...result.extensions, cost: { ...rc.contextValue.cost } };
         }
-        // Request errors (parse, validation, coercion, cost, auth): 200 under application/json.
+        // GraphQL request errors (parse, validation, coercion, cost, auth): 200 under application/json.
+        // A malformed request envelope (Apollo's BAD_REQUEST: no query, query not a string...) stays 400.
         if (
           !('data' in result) &&
           http.status === 400 &&
+          !rc.errors?.some((e) => e.extensions.code === 'BAD_REQUEST') &&
           !wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'))
         ) {
           http.status = 200;
