@@ -86,6 +86,30 @@ describe('REST request limits per identity', () => {
     expect(rateHeaders(byJwt).remaining).toBe(2);
   });
 
+  it('counts requests the auth guard refuses: 403 for the role by identity, 401 without credentials by address', async () => {
+    const u = await signUp(t.url);
+    for (let i = 0; i < 4; i++) {
+      const res = await u.client.post('/api/v1/users', { name: 'Nope', email: 'nope@example.com', password: 'nope-password-1' });
+      expect(res.status).toBe(403);
+      expect(rateHeaders(res)).toMatchObject({ limit: 4, remaining: 3 - i });
+    }
+    const refused = await u.client.post('/api/v1/users', { name: 'Nope', email: 'nope@example.com', password: 'nope-password-1' });
+    expect(refused.status).toBe(429);
+    expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
+
+    // anonymous: by client address (a fresh app, so earlier tests' anonymous requests do not count)
+    const fresh = await startApp({ RATE_LIMIT: '2', RATE_LIMIT_WINDOW_S: '30' });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        statuses.push((await request(fresh.url, '/api/v1/auth/me')).status);
+      }
+      expect(statuses).toEqual([401, 401, 429]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('does not limit the health probes and metrics (not API routes)', async () => {
     for (let i = 0; i < 8; i++) {
       const res = await request(t.url, '/health/live');

@@ -49,12 +49,14 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
       return true;
     }
     const req = context.switchToHttp().getRequest<AuthedRequest>();
+    const reply = context.switchToHttp().getResponse<FastifyReply>();
     if (!req.caller) {
       if (!hasCredentials(req)) {
+        await this.limits.countRefusedRequest(req, reply); // refusals count too (docs/rate-limits.md)
         throw unauthorized('Authentication required');
       }
       // failed checks count against the address's auth bucket; over it, 429 before verifying again
-      await this.limits.assertCredentialChecksAllowed(req, context.switchToHttp().getResponse<FastifyReply>());
+      await this.limits.assertCredentialChecksAllowed(req, reply);
       try {
         await super.canActivate(context);
       } catch (err) {
@@ -66,6 +68,7 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
       req.caller = req.user;
     }
     if (!hasRole(req.caller, requirement.role ?? Role.GUEST)) {
+      await this.limits.countRefusedRequest(req, reply);
       throw Forbidden();
     }
     return true;

@@ -98,7 +98,7 @@ export class GraphqlRateLimitPlugin implements ApolloServerPlugin<LimitedContext
     const remaining = Math.max(0, budget - hit.count);
     cost.budget = budget;
     cost.remaining = remaining;
-    cost.resetAt = new Date(Date.now() + hit.resetMs).toISOString();
+    cost.resetAt = new Date(Math.ceil((Date.now() + hit.resetMs) / 1000) * 1000).toISOString(); // whole seconds, like GitHub's
     if (!hit.allowed) {
       throw graphqlRateLimited(
         `Query cost budget exhausted: this operation costs ${cost.requested} points, ${remaining} of ${budget} are left; retry in ${secondsUntil(hit.resetMs)} s`,

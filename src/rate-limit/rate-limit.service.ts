@@ -107,6 +107,27 @@ export class RateLimitService {
     }
   }
 
+  /**
+   * One request against the caller's (or the address's) request bucket, for requests the auth
+   * guard refuses itself (401 without credentials, 403 for the role) before the throttler guard
+   * would count them: refusals are not free. 429 instead once the bucket is used up.
+   */
+  async countRefusedRequest(req: Request, reply: FastifyReply): Promise<void> {
+    if (!this.enabled) {
+      return;
+    }
+    const limit = this.config.rateLimit;
+    const hit = await this.hit(BUCKET_REQUESTS, this.trackerOf(req.caller, req.ip), 1, limit, this.config.rateLimitWindowS);
+    if (hit) {
+      const sink = replySink(reply);
+      writeRateLimitHeaders(sink, limit, hit);
+      if (!hit.allowed) {
+        sink('Retry-After', String(secondsUntil(hit.resetMs)));
+        throw rateLimitedError(hit.resetMs);
+      }
+    }
+  }
+
   /** A 401 from Basic, Bearer or API-key credentials: one more hit on the address's auth bucket. */
   async recordFailedCredentials(ip: string | undefined): Promise<void> {
     if (!this.enabled) {
