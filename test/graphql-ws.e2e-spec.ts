@@ -1,0 +1,207 @@
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
+import { createApiKey, createUser, tokenFor, type CreatedUser } from './helpers/factories.js';
+import { client } from './helpers/http.js';
+
+interface Frame {
+  type: string;
+  id?: string;
+  payload?: any;
+}
+
+/** A raw graphql-transport-ws socket: every frame is visible, so close codes and errors can be asserted. */
+async function open(base: string, headers: Record<string, string> = {}) {
+  const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws', {
+    headers,
+  });
+  const frames: Frame[] = [];
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
+  ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+  });
+  const waitFor = async (match: (f: Frame) => boolean, ms = 3000): Promise<Frame> => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = frames.find(match);
+      if (found) {
+        return found;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`no matching frame; got ${JSON.stringify(frames)}`);
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  let next = 0;
+  return {
+    ws,
+    frames,
+    closed,
+    send: (frame: object) => ws.send(JSON.stringify(frame)),
+    async init(payload: Record<string, unknown> = {}) {
+      ws.send(JSON.stringify({ type: 'connection_init', payload }));
+      await waitFor((f) => f.type === 'connection_ack');
+    },
+    /** Runs one operation; resolves with its `next` payload or its `error` payload. */
+    async run(
+      query: string,
+      variables?: Record<string, unknown>,
+    ): Promise<{ next?: any; error?: any[] }> {
+      const id = String(++next);
+      ws.send(JSON.stringify({ id, type: 'subscribe', payload: { query, variables } }));
+      const frame = await waitFor((f) => f.id === id && (f.type === 'next' || f.type === 'error'));
+      return frame.type === 'next' ? { next: frame.payload } : { error: frame.payload as any[] };
+    },
+    close: () => ws.close(),
+  };
+}
+
+describe('GraphQL over WebSocket (graphql-transport-ws on /graphql)', () => {
+  let t: TestApp;
+  let adminToken: string;
+  let alice: CreatedUser;
+  const sockets: { close(): void }[] = [];
+  const track = <T extends { close(): void }>(s: T): T => {
+    sockets.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    t = await startApp();
+    adminToken = await tokenFor(t.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    alice = await createUser(t.url, { name: 'Alice WS' });
+  });
+  afterAll(async () => {
+    sockets.forEach((s) => s.close());
+    await t.close();
+  });
+
+  it('builds the caller from connection_init (Bearer, Basic, apiKey) and runs queries and mutations', async () => {
+    const key = await createApiKey(client(t.url, { bearer: alice.token }));
+    const payloads = [
+      { Authorization: `Bearer ${alice.token}` },
+      {
+        authorization: `Basic ${Buffer.from(`${alice.email}:${alice.password}`).toString('base64')}`,
+      },
+      { apiKey: key.key },
+    ];
+    for (const payload of payloads) {
+      const s = track(await open(t.url));
+      await s.init(payload);
+      const res = await s.run('{ me { id name } }');
+      expect(res.next, JSON.stringify(payload)).toEqual({
+        data: { me: { id: alice.id, name: 'Alice WS' } },
+      });
+      s.close();
+    }
+    const s = track(await open(t.url));
+    await s.init({ Authorization: `Bearer ${alice.token}` });
+    const created = await s.run(
+      'mutation { createPost(input: { title: "over ws", body: "" }) { title author { id } } }',
+    );
+    expect(created.next).toEqual({
+      data: { createPost: { title: 'over ws', author: { id: alice.id } } },
+    });
+  });
+
+  it('closes the socket with 4403 for invalid credentials', async () => {
+    for (const payload of [{ Authorization: 'Bearer nope' }, { apiKey: 'atr_not-a-real-key' }]) {
+      const s = track(await open(t.url));
+      s.send({ type: 'connection_init', payload });
+      expect((await s.closed).code).toBe(4403);
+    }
+  });
+
+  it('lets anonymous sockets introspect only (UNAUTHENTICATED otherwise)', async () => {
+    const s = track(await open(t.url));
+    await s.init();
+    expect((await s.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+    const me = await s.run('{ me { id } }');
+    expect(me.error?.map((e) => e.extensions?.code)).toEqual(['UNAUTHENTICATED']);
+  });
+
+  it('enforces @auth per field: FORBIDDEN with the field null and the rest of the data', async () => {
+    const s = track(await open(t.url));
+    await s.init({ Authorization: `Bearer ${alice.token}` });
+    const res = await s.run('{ me { id } admins { id } }');
+    expect(res.next.data).toEqual({ me: { id: alice.id }, admins: null });
+    expect(res.next.errors).toEqual([
+      expect.objectContaining({ path: ['admins'], extensions: { code: 'FORBIDDEN' } }),
+    ]);
+    const admin = track(await open(t.url));
+    await admin.init({ Authorization: `Bearer ${adminToken}` });
+    expect((await admin.run('{ admins { id } }')).next.data.admins).toHaveLength(1);
+  });
+
+  it('applies the depth and cost limits and formats errors like HTTP (codes, no hints)', async () => {
+    const s = track(await open(t.url));
+    await s.init({ Authorization: `Bearer ${adminToken}` });
+    const expensive = await s.run(
+      '{ users(first: 100) { nodes { posts(first: 100) { nodes { id } } } } }',
+    );
+    expect(expensive.error?.map((e) => e.extensions?.code)).toEqual(['QUERY_TOO_COMPLEX']);
+    const deep =
+      '{ me { posts(first: 1) { nodes { author { posts(first: 1) { nodes { author { posts(first: 1) { nodes { author { posts(first: 1) { nodes { id } } } } } } } } } } } } }';
+    const tooDeep = await s.run(deep);
+    expect(tooDeep.error).toEqual([
+      expect.objectContaining({
+        message: 'Query depth exceeds the maximum of 12',
+        extensions: expect.objectContaining({ code: 'QUERY_TOO_COMPLEX' }),
+      }),
+    ]);
+    const typo = await s.run('{ usr { id } }');
+    expect(typo.error?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    expect(JSON.stringify(typo.error)).not.toMatch(/Did you mean/);
+    const variables = await s.run('query($id: ID!) { user(id: $id) { id } }', {});
+    expect(JSON.stringify(variables)).toMatch(/BAD_USER_INPUT/);
+    const missing = await s.run('{ user(id: "usr_nope") { id } }');
+    expect(
+      missing.next.errors.map((e: { extensions: { code: string } }) => e.extensions.code),
+    ).toEqual(['NOT_FOUND']);
+    expect(JSON.stringify(missing.next)).not.toMatch(/stacktrace/);
+  });
+
+  it('refuses a message over 64 KiB by closing the socket (1009)', async () => {
+    const s = track(await open(t.url));
+    await s.init({ Authorization: `Bearer ${adminToken}` });
+    s.send({
+      id: 'big',
+      type: 'subscribe',
+      payload: { query: `{ __typename } # ${'x'.repeat(70 * 1024)}` },
+    });
+    expect((await s.closed).code).toBe(1009);
+  });
+
+  it('checks the Origin of the upgrade against CORS_ORIGINS', async () => {
+    await expect(open(t.url, { origin: 'https://evil.example' })).rejects.toThrow('HTTP 403');
+    const studio = track(await open(t.url, { origin: 'https://studio.apollographql.com' }));
+    await studio.init({ Authorization: `Bearer ${adminToken}` });
+    expect((await studio.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+  });
+});
+
+describe('GraphQL over WebSocket with introspection off', () => {
+  it('refuses __schema over the socket too', async () => {
+    const t = await startApp({ GRAPHQL_INTROSPECTION: 'false' });
+    try {
+      const s = await open(t.url);
+      await s.init();
+      const res = await s.run('{ __schema { types { name } } }');
+      expect(res.error?.length).toBeGreaterThan(0);
+      expect(new Set(res.error?.map((e) => e.extensions?.code))).toEqual(
+        new Set(['BAD_USER_INPUT']),
+      );
+      expect(res.error?.[0]?.message).toMatch(/introspection/i);
+      expect((await s.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+      s.close();
+    } finally {
+      await t.close();
+    }
+  });
+});
