@@ -151,6 +151,13 @@ describe('HTTP rules of the resource API', () => {
       expect(json.status).toBe(200);
       expect(json.body.openapi).toMatch(/^3\./);
       expect(Object.keys(json.body.paths)).toEqual(expect.arrayContaining(['/api/v1/users', '/api/v1/users/{id}']));
+      const create = json.body.components.schemas.CreateUserInput;
+      expect(create.required).toEqual(expect.arrayContaining(['name', 'email']));
+      expect(create.properties.role.enum).toEqual(['ADMIN', 'USER', 'GUEST']);
+      expect(create.properties.password.writeOnly).toBe(true);
+      expect(json.body.paths['/api/v1/users'].post.requestBody.content['application/json'].schema.$ref).toBe(
+        '#/components/schemas/CreateUserInput',
+      );
       const ui = await request(t.url, '/api/docs', { headers: { accept: 'text/html' } });
       expect(ui.status).toBe(200);
       expect(ui.text).toContain('swagger');

@@ -1,4 +1,5 @@
 import { Field, InputType, Int } from '@nestjs/graphql';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsEmail, IsIn, IsInt, IsString, Length, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { Role, ROLES } from '../../auth/role.js';
@@ -14,23 +15,27 @@ const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? val
  */
 @InputType('CreateUserInput')
 export class CreateUserInput {
+  @ApiProperty({ minLength: 1, maxLength: 100, example: 'Ada Lovelace' })
   @Field({ description: '1-100 characters, trimmed.' })
   @Transform(trim)
   @IsString()
   @Length(1, 100)
   name!: string;
 
+  @ApiProperty({ format: 'email', maxLength: 254, example: 'ada@example.com' })
   @Field({ description: 'Unique among live users (case-insensitive), at most 254 characters.' })
   @Transform(trim)
   @IsEmail({}, { message: 'email must be a valid email address' })
   @MaxLength(254)
   email!: string;
 
+  @ApiPropertyOptional({ enum: ROLES, default: Role.USER })
   @Field(() => Role, { nullable: true, description: 'Default USER.' })
   @ValidateIf((o: CreateUserInput) => o.role !== undefined)
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
 
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 150, nullable: true })
   @Field(() => Int, { nullable: true, description: '0-150.' })
   @ValidateIf((o: CreateUserInput) => o.age !== undefined && o.age !== null)
   @IsInt()
@@ -38,6 +43,7 @@ export class CreateUserInput {
   @Max(150)
   age?: number | null;
 
+  @ApiPropertyOptional({ minLength: 12, maxLength: 128, writeOnly: true })
   @Field(() => String, { nullable: true, description: '12-128 characters; write-only.' })
   @ValidateIf((o: CreateUserInput) => o.password !== undefined)
   @IsString()
@@ -54,6 +60,7 @@ export class ReplaceUserInput extends CreateUserInput {}
  */
 @InputType('UpdateUserInput')
 export class PatchUserInput {
+  @ApiPropertyOptional({ minLength: 1, maxLength: 100 })
   @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchUserInput) => o.name !== undefined)
   @Transform(trim)
@@ -61,6 +68,7 @@ export class PatchUserInput {
   @Length(1, 100)
   name?: string;
 
+  @ApiPropertyOptional({ format: 'email', maxLength: 254 })
   @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchUserInput) => o.email !== undefined)
   @Transform(trim)
@@ -68,11 +76,13 @@ export class PatchUserInput {
   @MaxLength(254)
   email?: string;
 
+  @ApiPropertyOptional({ enum: ROLES, description: 'Only administrators may change a role.' })
   @Field(() => Role, { nullable: true, description: 'Only administrators may change a role.' })
   @ValidateIf((o: PatchUserInput) => o.role !== undefined)
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
 
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 150, nullable: true, description: 'null clears it' })
   @Field(() => Int, { nullable: true, description: 'null clears it.' })
   @ValidateIf((o: PatchUserInput) => o.age !== undefined && o.age !== null)
   @IsInt()
@@ -80,6 +90,7 @@ export class PatchUserInput {
   @Max(150)
   age?: number | null;
 
+  @ApiPropertyOptional({ minLength: 12, maxLength: 128, writeOnly: true })
   @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchUserInput) => o.password !== undefined)
   @IsString()
@@ -89,16 +100,19 @@ export class PatchUserInput {
 
 /** POST /auth/register: a USER that can sign in, so email and password are required. */
 export class RegisterInput {
+  @ApiProperty({ minLength: 1, maxLength: 100 })
   @Transform(trim)
   @IsString()
   @Length(1, 100)
   name!: string;
 
+  @ApiProperty({ format: 'email', maxLength: 254 })
   @Transform(trim)
   @IsEmail({}, { message: 'email must be a valid email address' })
   @MaxLength(254)
   email!: string;
 
+  @ApiProperty({ minLength: 12, maxLength: 128, writeOnly: true })
   @IsString()
   @Length(12, 128)
   password!: string;
