@@ -76,7 +76,8 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
 
   override handleRequest<T>(err: unknown, user: T): T {
     if (err) {
-      throw err;
+      // a strategy errored (e.g. the database is unreachable): that is a 500, not a 401
+      throw err instanceof Error ? err : new Error('authentication failed unexpectedly');
     }
     if (!user) {
       throw unauthorized('Invalid credentials');

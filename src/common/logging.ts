@@ -82,7 +82,7 @@ export class PinoLoggerService implements LoggerService {
       logger[level]({ ...fields, err: message }, message.message);
     } else if (message !== null && typeof message === 'object') {
       // `logger.warn({ err }, 'text')`: pino's object-first form
-      logger[level]({ ...fields, ...(message as object) }, typeof params[0] === 'string' ? params[0] : undefined);
+      logger[level]({ ...fields, ...(message) }, typeof params[0] === 'string' ? params[0] : undefined);
     } else {
       if (level === 'error' && typeof params[0] === 'string' && params[0].includes('\n    at ')) {
         fields.stack = params[0];

@@ -25,7 +25,7 @@ export function staticSecurityHeaders(options: HelmetOptions): Record<string, st
     failure = err;
   });
   if (failure) {
-    throw failure instanceof Error ? failure : new Error(String(failure));
+    throw failure instanceof Error ? failure : new Error('helmet failed to compute its headers');
   }
   return headers;
 }

@@ -29,7 +29,7 @@ class BearerJwtStrategy extends PassportBase {
     }
     this.verify(match[1], (err, user) => {
       if (err) {
-        this.error(err as Error);
+        this.error(err);
       } else if (!user) {
         this.fail('Bearer error="invalid_token"', 401);
       } else {
