@@ -224,6 +224,8 @@ async function main() {
     ADMIN_EMAIL,
     ADMIN_PASSWORD,
     RATE_LIMIT: '100000000',
+    // the GraphQL scenarios spend query-cost points: a budget that load cannot exhaust
+    GRAPHQL_COST_BUDGET: '1000000000',
     // the fan-out scenario opens BENCH_FANOUT_SUBSCRIBERS sockets with one identity
     WS_MAX_CONNECTIONS_PER_IDENTITY: '100000',
   });

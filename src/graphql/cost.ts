@@ -77,6 +77,13 @@ export const costEstimator: ComplexityEstimator = ({ type, field, args, childCom
 
 const ESTIMATORS = [costEstimator];
 
+/**
+ * Costs already computed, per parsed document (Apollo hands the same DocumentNode object for the same
+ * query text) and per operation name + variables: a hot query is walked once, not on every request.
+ */
+const costCache = new WeakMap<DocumentNode, Map<string, number>>();
+const MAX_VARIANTS_PER_DOCUMENT = 32;
+
 /** The cost of the operation to run (variables applied). Throws a GraphQLError on bad input. */
 export function operationCost(
   schema: GraphQLSchema,
@@ -84,13 +91,31 @@ export function operationCost(
   variables: Record<string, unknown> | undefined,
   operationName: string | undefined | null,
 ): number {
-  return getComplexity({
+  let variants = costCache.get(document);
+  const key = `${operationName ?? ''}\u0000${variables ? JSON.stringify(variables) : ''}`;
+  const cached = variants?.get(key);
+  if (cached !== undefined) {
+    return cached;
+  }
+  const cost = getComplexity({
     schema,
     query: document,
     variables: variables ?? {},
     operationName: operationName ?? undefined,
     estimators: ESTIMATORS,
   });
+  if (key.length > 2048) {
+    return cost; // large inputs (bulk mutations) are not worth keeping
+  }
+  if (!variants) {
+    variants = new Map();
+    costCache.set(document, variants);
+  }
+  if (variants.size >= MAX_VARIANTS_PER_DOCUMENT) {
+    variants.clear();
+  }
+  variants.set(key, cost);
+  return cost;
 }
 
 export function tooComplex(cost: number): GraphQLError {
