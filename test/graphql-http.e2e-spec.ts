@@ -1,3 +1,4 @@
+import { buildClientSchema, getIntrospectionQuery } from 'graphql';
 import { serverAudits } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
@@ -147,6 +148,16 @@ describe('GraphQL over HTTP', () => {
       headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
     });
     expect(evil.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('answers the full introspection query explorers send (within the depth and cost limits)', async () => {
+    const res = await gql(t.url, getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }));
+    expect(res.status).toBe(200);
+    expect(res.body.errors).toBeUndefined();
+    expect(res.body.data.__schema.queryType.name).toBe('Query');
+    const built = buildClientSchema(res.body.data);
+    expect(built.getType('User')).toBeDefined();
+    expect(built.getDirective('auth')?.locations).toEqual(['FIELD_DEFINITION']);
   });
 
   it('carries X-Request-Id on GraphQL responses too', async () => {
