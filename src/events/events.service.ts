@@ -6,6 +6,7 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
+import { RedisPubSub } from 'graphql-redis-subscriptions';
 import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
 import { DatabaseService } from '../database/database.service.js';
 import type { MessageEvent } from '../messages/message.js';
@@ -104,11 +105,11 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    for (const id of this.busSubscriptions) {
-      try {
+    // In-process bus: detach. Redis bus: nothing to send; RedisConnections quits both connections at
+    // shutdown (RedisPubSub.unsubscribe would issue UNSUBSCRIBE without handling its rejection).
+    if (!(this.pubSub instanceof RedisPubSub)) {
+      for (const id of this.busSubscriptions) {
         this.pubSub.unsubscribe(id);
-      } catch {
-        // already gone
       }
     }
     this.busSubscriptions = [];
