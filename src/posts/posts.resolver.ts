@@ -2,7 +2,6 @@ import { Args, Context, ID, Int, Mutation, Parent, Query, ResolveField, Resolver
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
-import { validateInput } from '../common/validation.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';
 import { userLoader } from '../users/users.loaders.js';
@@ -66,7 +65,7 @@ export class PostsResolver {
     @Args('id', { type: () => ID }) id: string,
     @Args('input') input: PatchPostInput,
   ): Promise<Post> {
-    return this.posts.update(ctx.caller, id, await validateInput(PatchPostInput, { ...input }));
+    return this.posts.update(ctx.caller, id, input); // validated (and trimmed) by the global pipe
   }
 
   @Mutation(() => PostModel, {
