@@ -4,10 +4,21 @@ import {
   InjectThrottlerOptions,
   InjectThrottlerStorage,
   ThrottlerGuard,
+  type ThrottlerGenerateKeyFunction,
+  type ThrottlerGetTrackerFunction,
   type ThrottlerModuleOptions,
+  type ThrottlerOptions,
   type ThrottlerRequest,
   type ThrottlerStorage,
 } from '@nestjs/throttler';
+import {
+  THROTTLER_BLOCK_DURATION,
+  THROTTLER_KEY_GENERATOR,
+  THROTTLER_LIMIT,
+  THROTTLER_SKIP,
+  THROTTLER_TRACKER,
+  THROTTLER_TTL,
+} from '@nestjs/throttler/dist/throttler.constants.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { rateLimitedError, RateLimitService, replySink, writeRateLimitHeaders } from './rate-limit.service.js';
 import { isFailOpen } from './throttler-storage.adapter.js';
@@ -15,6 +26,17 @@ import { isFailOpen } from './throttler-storage.adapter.js';
 /** Limited: everything under /api/ (the REST API). Health probes, metrics and docs are not. */
 function limitedPath(req: FastifyRequest): boolean {
   return (req.routeOptions.url ?? req.url).startsWith('/api/');
+}
+
+/** One throttler as it applies to one route: what the stock guard looks up on every request. */
+interface RoutePlan {
+  throttler: ThrottlerOptions;
+  skip: boolean;
+  skipIf?: (context: ExecutionContext) => boolean;
+  limit: number;
+  ttl: number;
+  getTracker: ThrottlerGetTrackerFunction;
+  generateKey: ThrottlerGenerateKeyFunction;
 }
 
 /**
@@ -36,6 +58,62 @@ export class RateLimitGuard extends ThrottlerGuard {
     private readonly limits: RateLimitService,
   ) {
     super(options, storage, reflector);
+  }
+
+  /** Per handler (routes never change): the stock guard's ten metadata look-ups per request, once. */
+  private readonly plans = new WeakMap<object, RoutePlan[] | null>();
+
+  /**
+   * The stock `canActivate` with the per-route resolution cached (it cost ~5 µs per request in a
+   * profile: reflect-metadata look-ups and an async loop). Routes whose limit or ttl is a function
+   * (resolved per request) take the stock path.
+   */
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (await this.shouldSkip(context)) {
+      return true;
+    }
+    const handler = context.getHandler();
+    let plan = this.plans.get(handler);
+    if (plan === undefined) {
+      plan = this.planFor(context);
+      this.plans.set(handler, plan);
+    }
+    if (plan === null) {
+      return super.canActivate(context);
+    }
+    for (const p of plan) {
+      if (p.skip || p.skipIf?.(context)) {
+        continue;
+      }
+      const { throttler, limit, ttl, getTracker, generateKey } = p;
+      await this.handleRequest({ context, throttler, limit, ttl, blockDuration: ttl, getTracker, generateKey });
+    }
+    return true;
+  }
+
+  private planFor(context: ExecutionContext): RoutePlan[] | null {
+    const targets = [context.getHandler(), context.getClass()];
+    const plan: RoutePlan[] = [];
+    for (const throttler of this.throttlers) {
+      const name = throttler.name ?? 'default';
+      const get = <T>(key: string): T | undefined => this.reflector.getAllAndOverride<T | undefined>(key + name, targets);
+      const limit = get<ThrottlerOptions['limit']>(THROTTLER_LIMIT) ?? throttler.limit;
+      const ttl = get<ThrottlerOptions['ttl']>(THROTTLER_TTL) ?? throttler.ttl;
+      if (typeof limit !== 'number' || typeof ttl !== 'number' || get(THROTTLER_BLOCK_DURATION) !== undefined) {
+        return null;
+      }
+      plan.push({
+        throttler,
+        skip: Boolean(get<boolean>(THROTTLER_SKIP)),
+        skipIf: throttler.skipIf ?? this.commonOptions.skipIf,
+        limit,
+        ttl,
+        getTracker: get<ThrottlerGetTrackerFunction>(THROTTLER_TRACKER) ?? throttler.getTracker ?? this.commonOptions.getTracker!,
+        generateKey:
+          get<ThrottlerGenerateKeyFunction>(THROTTLER_KEY_GENERATOR) ?? throttler.generateKey ?? this.commonOptions.generateKey!,
+      });
+    }
+    return plan;
   }
 
   protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
