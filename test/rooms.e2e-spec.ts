@@ -72,6 +72,20 @@ describe('rooms and messages', () => {
       expect((await client(t.url).post('/api/v1/rooms', { name: unique('a-') })).status).toBe(401);
     });
 
+    it('answers OPTIONS with Allow and HEAD with the GET headers', async () => {
+      const room = await newRoom();
+      const options = await guest.client.options('/api/v1/rooms');
+      expect(options.status).toBe(200);
+      expect(options.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+      const messages = await guest.client.options(`/api/v1/rooms/${room.id}/messages`);
+      expect(messages.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+      const get = await guest.client.get(`/api/v1/rooms/${room.id}`);
+      const head = await guest.client.head(`/api/v1/rooms/${room.id}`);
+      expect(head.status).toBe(200);
+      expect(head.text).toBe('');
+      expect(head.headers.get('etag')).toBe(get.headers.get('etag'));
+    });
+
     it('answers 404 for unknown and malformed room ids', async () => {
       expect((await guest.client.get('/api/v1/rooms/rom_01ARZ3NDEKTSV4RRFFQ69G5FAV')).status).toBe(
         404,

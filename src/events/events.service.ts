@@ -86,9 +86,16 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
         (e: UserUpdatedEvent) => this.onUserUpdated(e),
         {},
       ),
-    ]).then((ids) => {
-      this.busSubscriptions = ids;
-    });
+    ]).then(
+      (ids) => {
+        this.busSubscriptions = ids;
+        return 'subscribed' as const;
+      },
+      (err: unknown) => {
+        this.logger.error({ err }, 'could not subscribe to the event bus');
+        return 'failed' as const;
+      },
+    );
     // With Redis down at boot the subscriptions wait in the subscriber's queue and complete when it
     // connects; the app still starts (events sent meanwhile are lost: at most once).
     const timeout = new Promise<'timeout'>((resolve) =>
@@ -99,9 +106,6 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
         'event bus subscriptions still pending (Redis unreachable?); they complete on connect',
       );
     }
-    subscribed.catch((err: unknown) =>
-      this.logger.error({ err }, 'could not subscribe to the event bus'),
-    );
   }
 
   onModuleDestroy(): void {
