@@ -25,6 +25,7 @@ async function open(base: string, headers: Record<string, string> = {}) {
     ws.once('error', reject);
     ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
   });
+  ws.on('error', () => undefined); // a server-side close (e.g. 1009) is asserted through `closed`
   const waitFor = async (match: (f: Frame) => boolean, ms = 3000): Promise<Frame> => {
     const deadline = Date.now() + ms;
     for (;;) {
