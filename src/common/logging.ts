@@ -39,10 +39,14 @@ export function createRootLogger(config: AppConfig): Logger {
   }, pino.destination({ dest: 1, sync: false }));
 }
 
+const PEER = Symbol('peer');
+
 /** One line per request, when it completes (Fastify's default also logs a line when it starts). */
 export class RequestLogController extends LogController {
-  override incomingRequest(): void {
-    // the completion line carries everything
+  /** The completion line carries everything; only the peer address is noted now (by the time the
+   * response is written a closed socket no longer knows it). */
+  override incomingRequest(request: FastifyRequest): void {
+    (request as FastifyRequest & { [PEER]?: string })[PEER] = request.ip;
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
@@ -50,7 +54,12 @@ export class RequestLogController extends LogController {
       return;
     }
     const line = {
-      req: { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip },
+      // Fastify's `req` serializer reads method, url and ip (as remoteAddress) from this object
+      req: {
+        method: request.method,
+        url: redactUrl(request.url),
+        ip: (request as FastifyRequest & { [PEER]?: string })[PEER],
+      },
       res: { statusCode: reply.statusCode },
       responseTime: reply.elapsedTime,
     };
