@@ -84,18 +84,24 @@ return {count, ttl, 1}
 
 /** Waits this long at boot for the first connection, so the first requests are counted. */
 const BOOT_CONNECT_WAIT_MS = 2_000;
+/**
+ * After a failed command, Redis is not asked again for this long: with Redis hung (connected but not
+ * answering) only one request per second pays the 100 ms command timeout, not every counter call.
+ */
+const RETRY_AFTER_FAILURE_MS = 1_000;
 
 type HitCommand = (key: string, amount: number, limit: number, windowMs: number) => Promise<[number, number, number]>;
 
 /**
  * Counters in Redis (REDIS_URL set). Fails open: while Redis is unreachable `hit` answers
  * `undefined` at once (the client has no offline queue) or after at most the client's 100 ms
- * command timeout (Redis hung), logs one warning per outage, and counts again as soon as the client
- * has reconnected by itself.
+ * command timeout (Redis hung; then at once for the next second), logs one warning per outage, and
+ * counts again as soon as the client has reconnected by itself.
  */
 export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit {
   private readonly logger = new Logger('RateLimit');
   private down = false;
+  private retryAt = 0;
 
   constructor(private readonly client: Redis) {
     super();
@@ -120,6 +126,9 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
       this.failOpen(`connection ${this.client.status}`);
       return undefined;
     }
+    if (this.down && Date.now() < this.retryAt) {
+      return undefined;
+    }
     try {
       const command = (this.client as unknown as { atriumRateLimitHit: HitCommand }).atriumRateLimitHit;
       const [count, resetMs, allowed] = await command.call(this.client, key, amount, limit, windowMs);
@@ -135,6 +144,7 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
   }
 
   private failOpen(reason: string): void {
+    this.retryAt = Date.now() + RETRY_AFTER_FAILURE_MS;
     if (!this.down) {
       this.down = true;
       this.outages += 1;
