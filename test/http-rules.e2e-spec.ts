@@ -106,10 +106,14 @@ describe('HTTP rules of the resource API', () => {
       }
     });
 
-    it('answers a method the path does not support with the error envelope', async () => {
+    it('answers 405 with Allow to a method the path does not support', async () => {
       const res = await admin.patch('/api/v1/users', { name: 'x' });
-      expect(res.status).toBe(404);
-      expect(res.body.error.code).toBe('not_found');
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+      expect(res.body.error.code).toBe('method_not_allowed');
+      const graphql = await admin.delete('/graphql');
+      expect(graphql.status).toBe(405);
+      expect(graphql.headers.get('allow')).toContain('POST');
     });
 
     it('echoes a well-formed X-Request-Id and replaces a malformed one', async () => {

@@ -159,6 +159,14 @@ export function registerHttpHooks(adapter: FastifyAdapter): void {
         }
         return;
       }
+    } else if (req.is404) {
+      // a known path asked with a method it does not serve: 405 with Allow (RFC 9110 15.5.6)
+      const allowed = routes.allowed(path);
+      if (allowed.length > 0) {
+        void reply.header('Allow', allowed.join(', '));
+        sendError(reply, new DomainError('method_not_allowed', `${req.method} is not supported on ${path}`));
+        return;
+      }
     } else if (path.startsWith(API_PREFIX) && !DOCS.test(path) && !acceptsJson(req.headers.accept)) {
       sendError(reply, new DomainError('not_acceptable', 'This endpoint only produces application/json'));
       return;
