@@ -181,6 +181,12 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
     expect(valid.body.error.code).toBe('rate_limited');
     expect(rateHeaders(valid)).toMatchObject({ limit: 3, remaining: 0 });
     expect(rateHeaders(valid).retryAfter).toBeGreaterThanOrEqual(1);
+    // from now on right and wrong credentials of every kind look alike: a guesser learns nothing
+    for (const headers of [...failures, { authorization: basic(u.email, u.password) }]) {
+      const res = await request(t.url, '/api/v1/auth/me', { headers: from(ip, headers) });
+      expect(res.status).toBe(429);
+      expect(res.body.error.code).toBe('rate_limited');
+    }
     // the same credentials from elsewhere work, and the address recovers after the window
     expect((await request(t.url, '/api/v1/auth/me', { headers: from('10.0.2.2', { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
     await sleep(rateHeaders(valid).retryAfter! * 1000 + 100);

@@ -55,13 +55,13 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
         await this.limits.countRefusedRequest(req, reply); // refusals count too (docs/rate-limits.md)
         throw unauthorized('Authentication required');
       }
-      // failed checks count against the address's auth bucket; over it, 429 before verifying again
+      // failed checks count against the address's auth bucket; over it, 429 (docs/rate-limits.md)
       await this.limits.assertCredentialChecksAllowed(req, reply);
       try {
         await super.canActivate(context);
       } catch (err) {
         if (err instanceof DomainError && err.code === 'unauthorized') {
-          await this.limits.recordFailedCredentials(req.ip);
+          await this.limits.failedCredentials(req, reply);
         }
         throw err;
       }

@@ -20,7 +20,8 @@ import {
   THROTTLER_TTL,
 } from '@nestjs/throttler/dist/throttler.constants.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { rateLimitedError, RateLimitService, replySink, writeRateLimitHeaders } from './rate-limit.service.js';
+import { rateLimitedError, RateLimitService, replySink, secondsUntil, writeRateLimitHeaders } from './rate-limit.service.js';
+import type { HitResult } from './rate-limit.store.js';
 import { isFailOpen } from './throttler-storage.adapter.js';
 
 /** Limited: everything under /api/ (the REST API). Health probes, metrics and docs are not. */
@@ -128,16 +129,35 @@ export class RateLimitGuard extends ThrottlerGuard {
     const { req, res } = this.getRequestResponse(context) as { req: FastifyRequest; res: FastifyReply };
     const name = throttler.name ?? 'default';
     const tracker = await getTracker(req, context);
-    const record = await this.storageService.increment(generateKey(context, tracker, name), ttl, limit, ttl, name);
+    const key = generateKey(context, tracker, name);
+    const caller = (req as FastifyRequest & { caller?: unknown }).caller;
+    if (caller !== undefined) {
+      // credentials were checked for this request: counted only while the address's auth bucket
+      // is not used up, read in the same Redis call (docs/rate-limits.md)
+      const hit = await this.limits.store.hit(key, 1, limit, ttl, this.limits.authGate(req.ip));
+      if (hit === undefined) {
+        return true;
+      }
+      if (hit.gated) {
+        throw this.limits.refuseGated(res, hit);
+      }
+      return this.answer(res, limit, hit);
+    }
+    const record = await this.storageService.increment(key, ttl, limit, ttl, name);
     if (isFailOpen(record)) {
       return true;
     }
+    const count = Math.min(record.totalHits, limit);
+    return this.answer(res, limit, { count, resetMs: record.timeToExpire * 1000, allowed: !record.isBlocked });
+  }
+
+  /** RateLimit-* headers; 429 with Retry-After when the hit was refused. */
+  private answer(res: FastifyReply, limit: number, hit: HitResult): boolean {
     const sink = replySink(res);
-    const hit = { count: Math.min(record.totalHits, limit), resetMs: record.timeToExpire * 1000, allowed: !record.isBlocked };
     writeRateLimitHeaders(sink, limit, hit);
-    if (record.isBlocked) {
-      sink('Retry-After', String(record.timeToBlockExpire));
-      throw rateLimitedError(record.timeToBlockExpire * 1000);
+    if (!hit.allowed) {
+      sink('Retry-After', String(secondsUntil(hit.resetMs)));
+      throw rateLimitedError(hit.resetMs);
     }
     return true;
   }

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { identityOf, type MaybeCaller } from '../auth/caller.js';
 import { DomainError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { RateLimitStore, type HitResult } from './rate-limit.store.js';
+import { RateLimitStore, type Gate, type HitResult } from './rate-limit.store.js';
 
 /** Counter names (the middle part of the Redis key `<prefix>rl:<bucket>:<tracker>`). */
 export const BUCKET_REQUESTS = 'default';
@@ -74,8 +74,21 @@ export class RateLimitService {
     return caller ? identityOf(caller) : this.ipTracker(ip);
   }
 
-  hit(bucket: string, tracker: string, amount: number, limit: number, windowS: number): Promise<HitResult | undefined> {
-    return this.store.hit(this.key(bucket, tracker), amount, limit, windowS * 1000);
+  hit(bucket: string, tracker: string, amount: number, limit: number, windowS: number, gate?: Gate): Promise<HitResult | undefined> {
+    return this.store.hit(this.key(bucket, tracker), amount, limit, windowS * 1000, gate);
+  }
+
+  /** The client address's auth bucket as a gate: a request whose credentials were checked counts only below it. */
+  authGate(ip: string | undefined): Gate {
+    return { key: this.key(BUCKET_AUTH, this.ipTracker(ip)), limit: this.config.authRateLimit };
+  }
+
+  /** Headers and the error of a request refused by the auth gate (see `authGate`). */
+  refuseGated(reply: FastifyReply, hit: HitResult): DomainError {
+    const sink = replySink(reply);
+    writeRateLimitHeaders(sink, this.config.authRateLimit, hit);
+    sink('Retry-After', String(secondsUntil(hit.resetMs)));
+    return rateLimitedError(hit.resetMs, TOO_MANY_FAILURES);
   }
 
   /**
@@ -96,14 +109,34 @@ export class RateLimitService {
     return this.config.authRateLimit;
   }
 
-  /** REST: `credentialChecksBlocked` as a 429 with the auth bucket's headers. */
+  /**
+   * REST, before the auth guard checks credentials: `credentialChecksBlocked` as a 429 with the auth
+   * bucket's headers, for Basic credentials (argon2 is expensive to run for a guesser). Bearer and
+   * API-key checks are cheap: they run, and the bucket is read together with the request count
+   * (RateLimitGuard, one Redis call) or on failure (`failedCredentials`), with the same answers.
+   */
   async assertCredentialChecksAllowed(req: Request, reply: FastifyReply): Promise<void> {
+    if (!/^basic /i.test(req.headers.authorization ?? '')) {
+      return;
+    }
     const blocked = await this.credentialChecksBlocked(req.ip);
     if (blocked) {
-      const sink = replySink(reply);
-      writeRateLimitHeaders(sink, this.config.authRateLimit, blocked);
-      sink('Retry-After', String(secondsUntil(blocked.resetMs)));
-      throw rateLimitedError(blocked.resetMs, TOO_MANY_FAILURES);
+      throw this.refuseGated(reply, blocked);
+    }
+  }
+
+  /**
+   * REST: a 401 from Basic, Bearer or API-key credentials adds one to the address's auth bucket;
+   * beyond the bucket the answer is 429, as for right credentials (a guesser learns nothing).
+   */
+  async failedCredentials(req: Request, reply: FastifyReply): Promise<void> {
+    if (!this.enabled) {
+      return;
+    }
+    const limit = this.config.authRateLimit;
+    const hit = await this.hit(BUCKET_AUTH, this.ipTracker(req.ip), 1, Number.MAX_SAFE_INTEGER, this.config.authRateLimitWindowS);
+    if (hit && hit.count > limit) {
+      throw this.refuseGated(reply, hit);
     }
   }
 
@@ -117,7 +150,11 @@ export class RateLimitService {
       return;
     }
     const limit = this.config.rateLimit;
-    const hit = await this.hit(BUCKET_REQUESTS, this.trackerOf(req.caller, req.ip), 1, limit, this.config.rateLimitWindowS);
+    const gate = req.caller ? this.authGate(req.ip) : undefined;
+    const hit = await this.hit(BUCKET_REQUESTS, this.trackerOf(req.caller, req.ip), 1, limit, this.config.rateLimitWindowS, gate);
+    if (hit?.gated) {
+      throw this.refuseGated(reply, hit);
+    }
     if (hit) {
       const sink = replySink(reply);
       writeRateLimitHeaders(sink, limit, hit);

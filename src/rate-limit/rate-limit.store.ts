@@ -10,6 +10,14 @@ export interface HitResult {
   resetMs: number;
   /** False when `count + amount` would have passed the limit: nothing was added. */
   allowed: boolean;
+  /** Refused because the gate counter was used up: `count` and `resetMs` are the gate's. */
+  gated?: boolean;
+}
+
+/** A second counter that must be below `limit` for a hit to be counted at all (read, never added to). */
+export interface Gate {
+  key: string;
+  limit: number;
 }
 
 /**
@@ -18,7 +26,7 @@ export interface HitResult {
  * `undefined` means "unknown": the shared store is unavailable and the caller fails open.
  */
 export abstract class RateLimitStore {
-  abstract hit(key: string, amount: number, limit: number, windowMs: number): Promise<HitResult | undefined>;
+  abstract hit(key: string, amount: number, limit: number, windowMs: number, gate?: Gate): Promise<HitResult | undefined>;
   /** Outages seen so far (each logged once); lets tests observe the fail-open path. */
   outages = 0;
 }
@@ -28,8 +36,14 @@ export class MemoryRateLimitStore extends RateLimitStore implements OnApplicatio
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
   private readonly sweeper = setInterval(() => this.sweep(), 10_000).unref();
 
-  hit(key: string, amount: number, limit: number, windowMs: number): Promise<HitResult> {
+  hit(key: string, amount: number, limit: number, windowMs: number, gate?: Gate): Promise<HitResult> {
     const now = Date.now();
+    if (gate) {
+      const g = this.windows.get(gate.key);
+      if (g !== undefined && g.resetAt > now && g.count >= gate.limit) {
+        return Promise.resolve({ count: g.count, resetMs: g.resetAt - now, allowed: false, gated: true });
+      }
+    }
     let w = this.windows.get(key);
     if (w === undefined || w.resetAt <= now) {
       if (amount === 0) {
@@ -61,9 +75,17 @@ export class MemoryRateLimitStore extends RateLimitStore implements OnApplicatio
 
 /**
  * Read, compare and add in one atomic step (two instances see one counter); the window starts at
- * the first hit (PEXPIRE only when the key has no TTL yet). Returns {count, pttl, allowed}.
+ * the first hit (PEXPIRE only when the key has no TTL yet). Returns {count, pttl, allowed, gated}.
+ * With a second key (the gate) and its limit in ARGV[4]: nothing is added while the gate is used
+ * up, and the gate's count and pttl are returned (one round trip for both checks).
  */
 const HIT_SCRIPT = `
+if KEYS[2] then
+  local gate = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if gate >= tonumber(ARGV[4]) then
+    return {gate, redis.call('PTTL', KEYS[2]), 0, 1}
+  end
+end
 local amount = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
@@ -71,7 +93,7 @@ local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if amount == 0 or current + amount > limit then
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl < 0 then ttl = window end
-  return {current, ttl, amount == 0 and 1 or 0}
+  return {current, ttl, amount == 0 and 1 or 0, 0}
 end
 local count = redis.call('INCRBY', KEYS[1], amount)
 local ttl = redis.call('PTTL', KEYS[1])
@@ -79,7 +101,7 @@ if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], window)
   ttl = window
 end
-return {count, ttl, 1}
+return {count, ttl, 1, 0}
 `;
 
 /** Waits this long at boot for the first connection, so the first requests are counted. */
@@ -90,7 +112,7 @@ const BOOT_CONNECT_WAIT_MS = 2_000;
  */
 const RETRY_AFTER_FAILURE_MS = 1_000;
 
-type HitCommand = (key: string, amount: number, limit: number, windowMs: number) => Promise<[number, number, number]>;
+type HitCommand = (...args: (string | number)[]) => Promise<[number, number, number, number]>;
 
 /**
  * Counters in Redis (REDIS_URL set). Fails open: while Redis is unreachable `hit` answers
@@ -106,6 +128,7 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
   constructor(private readonly client: Redis) {
     super();
     client.defineCommand('atriumRateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+    client.defineCommand('atriumRateLimitGatedHit', { numberOfKeys: 2, lua: HIT_SCRIPT });
   }
 
   async onModuleInit(): Promise<void> {
@@ -121,7 +144,7 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
     }
   }
 
-  async hit(key: string, amount: number, limit: number, windowMs: number): Promise<HitResult | undefined> {
+  async hit(key: string, amount: number, limit: number, windowMs: number, gate?: Gate): Promise<HitResult | undefined> {
     if (this.client.status !== 'ready') {
       this.failOpen(`connection ${this.client.status}`);
       return undefined;
@@ -130,13 +153,15 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
       return undefined;
     }
     try {
-      const command = (this.client as unknown as { atriumRateLimitHit: HitCommand }).atriumRateLimitHit;
-      const [count, resetMs, allowed] = await command.call(this.client, key, amount, limit, windowMs);
+      const commands = this.client as unknown as { atriumRateLimitHit: HitCommand; atriumRateLimitGatedHit: HitCommand };
+      const [count, resetMs, allowed, gated] = gate
+        ? await commands.atriumRateLimitGatedHit.call(this.client, key, gate.key, amount, limit, windowMs, gate.limit)
+        : await commands.atriumRateLimitHit.call(this.client, key, amount, limit, windowMs);
       if (this.down) {
         this.down = false;
         this.logger.log('Redis is back: rate limits are enforced again');
       }
-      return { count, resetMs, allowed: allowed === 1 };
+      return { count, resetMs: resetMs < 0 ? windowMs : resetMs, allowed: allowed === 1, gated: gated === 1 };
     } catch (err) {
       this.failOpen(err instanceof Error ? err.message : String(err));
       return undefined;
