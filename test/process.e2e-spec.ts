@@ -126,7 +126,7 @@ describe('the service as a process', () => {
       const tagged = lines.find((l) => l.req?.id === 'log-check-1' || l.request_id === 'log-check-1');
       expect(tagged, output).toBeDefined();
       expect(output).toContain('api_key=[redacted]');
-      expect(tagged.req).toMatchObject({ method: 'GET', url: '/api/v1/users', remoteAddress: '127.0.0.1' });
+      expect(tagged?.req).toMatchObject({ method: 'GET', url: '/api/v1/users', remoteAddress: '127.0.0.1' });
       const requestLines = lines.filter((l) => l.req || l.res);
       expect(requestLines.length).toBeGreaterThanOrEqual(4);
       expect(requestLines.every((l) => typeof (l.req?.id ?? l.request_id) === 'string')).toBe(true);

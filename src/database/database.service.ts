@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import type { ListQuery, PageMeta } from '../common/list-query.js';
 
 type AfterCommit = () => void | Promise<void>;
 
@@ -33,6 +34,28 @@ export class DatabaseService {
   /** Raw read through the driver's cached prepared statements (the hot path: no query building). */
   async query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
     return this.dataSource.query<T[]>(sql, params);
+  }
+
+  /**
+   * One page of a page-numbered list: the total with COUNT(*) (TypeORM's COUNT(1) is a scan on SQLite)
+   * and the page's rows. `from`, `where` and `orderBy` are SQL built from whitelisted names only;
+   * values travel in `params`.
+   */
+  async page<R>(
+    sql: { columns: string; from: string; where: string; orderBy: string },
+    params: unknown[],
+    query: Pick<ListQuery, 'page' | 'limit'>,
+  ): Promise<{ rows: R[]; meta: PageMeta }> {
+    const [count] = await this.query<{ total: number | string }>(
+      `SELECT COUNT(*) AS total FROM ${sql.from} WHERE ${sql.where}`,
+      params,
+    );
+    const rows = await this.query<R>(
+      `SELECT ${sql.columns} FROM ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy}
+       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
+      params,
+    );
+    return { rows, meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) } };
   }
 
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {

@@ -61,19 +61,12 @@ export class MessagesService {
       params.push(await this.seqOf(roomId, rawQuery.after));
       where += ` AND seq > ${this.db.p(2)}`;
     }
-    const [countRow] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM messages WHERE ${where}`,
+    const { rows, meta } = await this.db.page<MessageRow>(
+      { columns: MESSAGE_COLUMNS, from: 'messages', where, orderBy: orderBySql(query.sort, SORT_COLUMNS) },
       params,
+      query,
     );
-    const rows = await this.db.query<MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where} ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
-       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
-      params,
-    );
-    return {
-      data: rows.map(messageFromRow),
-      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
-    };
+    return { data: rows.map(messageFromRow), meta };
   }
 
   /**

@@ -73,19 +73,12 @@ export class OrdersService {
       params.push(query.filters.status);
       where += ` AND status = ${this.db.p(2)}`;
     }
-    const [countRow] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM orders WHERE ${where}`,
+    const { rows, meta } = await this.db.page<OrderRow>(
+      { columns: ORDER_COLUMNS, from: 'orders', where, orderBy: orderBySql(query.sort, SORT_COLUMNS) },
       params,
+      query,
     );
-    const rows = await this.db.query<OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where} ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
-       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
-      params,
-    );
-    return {
-      data: rows.map(orderFromRow),
-      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
-    };
+    return { data: rows.map(orderFromRow), meta };
   }
 
   /** Permission to list a user's orders (User.orders in GraphQL), for a user already known to exist. */

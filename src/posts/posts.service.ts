@@ -66,20 +66,12 @@ export class PostsService {
       params.push(author);
       where.push(`author_id = ${this.db.p(params.length)}`);
     }
-    const whereSql = where.join(' AND ');
-    const [countRow] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM posts WHERE ${whereSql}`,
+    const { rows, meta } = await this.db.page<PostRow>(
+      { columns: POST_COLUMNS, from: 'posts', where: where.join(' AND '), orderBy: orderBySql(query.sort, SORT_COLUMNS) },
       params,
+      query,
     );
-    const rows = await this.db.query<PostRow>(
-      `SELECT ${POST_COLUMNS} FROM posts WHERE ${whereSql} ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
-       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
-      params,
-    );
-    return {
-      data: rows.map(postFromRow),
-      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
-    };
+    return { data: rows.map(postFromRow), meta };
   }
 
   /**

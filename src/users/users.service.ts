@@ -100,20 +100,12 @@ export class UsersService {
       params.push(query.filters.role);
       where.push(`role = ${this.db.p(params.length)}`);
     }
-    const whereSql = where.join(' AND ');
-    const [countRow] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM users WHERE ${whereSql}`,
+    const { rows, meta } = await this.db.page<UserRow>(
+      { columns: USER_COLUMNS, from: 'users', where: where.join(' AND '), orderBy: orderBySql(query.sort, SORT_COLUMNS) },
       params,
+      query,
     );
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE ${whereSql} ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
-       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
-      params,
-    );
-    return {
-      data: rows.map(userFromRow),
-      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
-    };
+    return { data: rows.map(userFromRow), meta };
   }
 
   /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */

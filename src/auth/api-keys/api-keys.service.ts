@@ -3,7 +3,7 @@ import { isAdmin, type Caller } from '../caller.js';
 import { roleAtLeast, type Role } from '../role.js';
 import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
 import { isId, newId, nowIso } from '../../common/ids.js';
-import { parseListQuery, type Page } from '../../common/list-query.js';
+import { orderBySql, parseListQuery, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
 import { TokenService } from '../token.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
@@ -76,17 +76,12 @@ export class ApiKeysService {
     const all = isAdmin(caller);
     const where = all ? '1 = 1' : `user_id = ${this.db.p(1)}`;
     const params = all ? [] : [caller.userId];
-    const [count] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM api_keys WHERE ${where}`,
+    const { rows, meta } = await this.db.page<ApiKey>(
+      { columns: COLUMNS, from: 'api_keys', where, orderBy: orderBySql(query.sort, { created_at: 'created_at' }) },
       params,
+      query,
     );
-    const dir = query.sort[0]?.desc ? 'DESC' : 'ASC';
-    const rows = await this.db.query<ApiKey>(
-      `SELECT ${COLUMNS} FROM api_keys WHERE ${where} ORDER BY created_at ${dir}, id ${dir}
-       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
-      params,
-    );
-    return { data: rows, meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) } };
+    return { data: rows, meta };
   }
 
   async get(caller: Caller, id: string): Promise<ApiKey> {
