@@ -69,8 +69,15 @@ async function startApp(name, env, cpu) {
   const port = await freePort();
   const nodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean); // e.g. --cpu-prof
   const args = [...nodeArgs, join(ROOT, 'dist', 'main.js')];
-  const [cmd, argv] = cpu === undefined ? [process.execPath, args] : ['taskset', ['-c', cpu, process.execPath, ...args]];
-  const child = spawn(cmd, argv, { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [cmd, argv] =
+    cpu === undefined
+      ? [process.execPath, args]
+      : ['taskset', ['-c', cpu, process.execPath, ...args]];
+  const child = spawn(cmd, argv, {
+    cwd: ROOT,
+    env: { ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
@@ -140,7 +147,12 @@ const { access_token: token } = await json('POST', `${on.url}/api/v1/auth/token`
   password: common.ADMIN_PASSWORD,
 });
 const auth = { authorization: `Bearer ${token}` };
-const user = await json('POST', `${on.url}/api/v1/users`, { name: 'Bench User', email: `u${process.pid}@example.com` }, auth);
+const user = await json(
+  'POST',
+  `${on.url}/api/v1/users`,
+  { name: 'Bench User', email: `u${process.pid}@example.com` },
+  auth,
+);
 const path = `/api/v1/users/${user.data.id}`;
 
 console.log(
@@ -167,7 +179,9 @@ for (let round = 0; round < rounds; round++) {
     us[app.name] = cpuUs;
   }
   diffs.push(us[on.name] - us[off.name]);
-  console.log(`  round ${round + 1}: on ${us[on.name].toFixed(0)} µs, off ${us[off.name].toFixed(0)} µs CPU per request`);
+  console.log(
+    `  round ${round + 1}: on ${us[on.name].toFixed(0)} µs, off ${us[off.name].toFixed(0)} µs CPU per request`,
+  );
 }
 
 for (const app of [on, off]) {

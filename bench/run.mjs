@@ -88,7 +88,10 @@ function buildScenarios(ctx) {
       method: 'POST',
       url: `${ctx.app}/graphql`,
       headers: { authorization: `Bearer ${ctx.token}` },
-      body: { query: 'query($id: ID!) { user(id: $id) { id name email role createdAt } }', variables: { id: ctx.userId } },
+      body: {
+        query: 'query($id: ID!) { user(id: $id) { id name email role createdAt } }',
+        variables: { id: ctx.userId },
+      },
       check: graphqlCheck,
     },
     {
@@ -97,7 +100,10 @@ function buildScenarios(ctx) {
       method: 'POST',
       url: `${ctx.app}/graphql`,
       headers: { authorization: `Bearer ${ctx.token}` },
-      body: { query: '{ users(first: 20) { nodes { id name posts(first: 5) { totalCount nodes { id title } } } } }' },
+      body: {
+        query:
+          '{ users(first: 20) { nodes { id name posts(first: 5) { totalCount nodes { id title } } } } }',
+      },
       check: graphqlCheck,
     },
     // the rate limiter's cost: the same request on two more app instances, limiter on (counters in
@@ -273,12 +279,21 @@ async function main() {
     headers: auth,
     body: {
       query: 'mutation($in: [CreateUserInput!]!) { bulkCreate(input: $in) { id } }',
-      variables: { in: Array.from({ length: 18 }, (_, i) => ({ name: `Bench ${i}`, email: `bench-${i}@example.com` })) },
+      variables: {
+        in: Array.from({ length: 18 }, (_, i) => ({
+          name: `Bench ${i}`,
+          email: `bench-${i}@example.com`,
+        })),
+      },
     },
     expect: 200,
   });
   for (let i = 0; i < 5; i++) {
-    await request('POST', `${app}/api/v1/posts`, { headers: auth, body: { title: `Post ${i}`, body: 'bench' }, expect: 201 });
+    await request('POST', `${app}/api/v1/posts`, {
+      headers: auth,
+      body: { title: `Post ${i}`, body: 'bench' },
+      expect: 201,
+    });
   }
 
   // --- the baseline -------------------------------------------------------------------------------
@@ -315,7 +330,10 @@ async function main() {
       const port = await freePort();
       const env = { ...appEnv, PORT: String(port), RATE_LIMIT_ENABLED: enabled };
       if (process.env.REDIS_URL) {
-        Object.assign(env, { REDIS_URL: process.env.REDIS_URL, REDIS_PREFIX: `atrium-bench-${port}:` });
+        Object.assign(env, {
+          REDIS_URL: process.env.REDIS_URL,
+          REDIS_PREFIX: `atrium-bench-${port}:`,
+        });
       }
       const proc = startChild(name, [...appNodeArgs, mainJs], env, pin?.server);
       limiterUrls[name] = `http://127.0.0.1:${port}`;
@@ -328,7 +346,15 @@ async function main() {
   }
 
   // --- scenarios ----------------------------------------------------------------------------------
-  const all = buildScenarios({ app, appPid: appProc.pid, bare, token, apiKey, userId, ...limiterUrls });
+  const all = buildScenarios({
+    app,
+    appPid: appProc.pid,
+    bare,
+    token,
+    apiKey,
+    userId,
+    ...limiterUrls,
+  });
   if (args.list) {
     for (const s of all) {
       console.log(`${s.name}\t${s.method} ${s.url}`);
@@ -437,7 +463,9 @@ async function fanoutRow(scenario, app, token) {
   });
   const cpuAfter = cpuMs(scenario.pid);
   const serverCpuPct =
-    cpuBefore !== undefined && cpuAfter !== undefined ? ((cpuAfter - cpuBefore) / f.windowMs) * 100 : undefined;
+    cpuBefore !== undefined && cpuAfter !== undefined
+      ? ((cpuAfter - cpuBefore) / f.windowMs) * 100
+      : undefined;
   console.log(
     `  ${scenario.name}: ${f.subscribers} subscribers x ${f.messages} messages at ${f.rate}/s -> ` +
       `${f.delivered}/${f.expected} delivered, ${fmt(f.eventsPerSec, 0)} events/s, ` +

@@ -31,7 +31,9 @@ export function originAllowed(origin: string, allowed: string[]): boolean {
     }
     if (entry.endsWith(':*')) {
       const base = entry.slice(0, -2);
-      return origin === base || new RegExp(`^${base.replace(/[.]/g, '\\.')}:\\d{1,5}$`).test(origin);
+      return (
+        origin === base || new RegExp(`^${base.replace(/[.]/g, '\\.')}:\\d{1,5}$`).test(origin)
+      );
     }
     return false;
   });
@@ -79,7 +81,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useGlobalFilters(new HttpExceptionFilter());
   app.useGlobalPipes(validationPipe());
   app.enableCors({
-    origin: (origin, cb) => cb(null, origin === undefined || originAllowed(origin, config.corsOrigins)),
+    origin: (origin, cb) =>
+      cb(null, origin === undefined || originAllowed(origin, config.corsOrigins)),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     allowedHeaders: [
       'Authorization',

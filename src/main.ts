@@ -16,4 +16,6 @@ try {
 
 const app = await createApp(config);
 await app.listen({ port: config.port, host: config.host });
-new Logger('Atrium').log(`Listening on ${config.host}:${config.port} (public URL ${config.publicUrl})`);
+new Logger('Atrium').log(
+  `Listening on ${config.host}:${config.port} (public URL ${config.publicUrl})`,
+);

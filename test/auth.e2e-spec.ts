@@ -3,7 +3,13 @@ import jwt from 'jsonwebtoken';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
-import { adminClient, createApiKey, createUser, unique, type CreatedUser } from './helpers/factories.js';
+import {
+  adminClient,
+  createApiKey,
+  createUser,
+  unique,
+  type CreatedUser,
+} from './helpers/factories.js';
 import { client, request, type Client } from './helpers/http.js';
 
 describe('authentication', () => {
@@ -37,7 +43,12 @@ describe('authentication', () => {
       });
       const decoded = jwt.decode(res.body.access_token, { complete: true })!;
       expect(decoded.header.alg).toBe('RS256');
-      expect(decoded.payload).toMatchObject({ sub: user.id, iss: PUBLIC_URL, aud: 'atrium-api', exp: expect.any(Number) });
+      expect(decoded.payload).toMatchObject({
+        sub: user.id,
+        iss: PUBLIC_URL,
+        aud: 'atrium-api',
+        exp: expect.any(Number),
+      });
     });
 
     it('answers 401 to a wrong password or unknown email', async () => {
@@ -63,7 +74,9 @@ describe('authentication', () => {
       });
       expect(refreshed.status).toBe(200);
       expect(refreshed.body.refresh_token).not.toBe(first.body.refresh_token);
-      expect((await me({ authorization: `Bearer ${refreshed.body.access_token}` })).status).toBe(200);
+      expect((await me({ authorization: `Bearer ${refreshed.body.access_token}` })).status).toBe(
+        200,
+      );
 
       const replay = await request(t.url, '/api/v1/auth/refresh', {
         method: 'POST',
@@ -79,7 +92,10 @@ describe('authentication', () => {
     });
 
     it('returns 422 for a malformed token request', async () => {
-      const res = await request(t.url, '/api/v1/auth/token', { method: 'POST', body: { email: 5 } });
+      const res = await request(t.url, '/api/v1/auth/token', {
+        method: 'POST',
+        body: { email: 5 },
+      });
       expect(res.status).toBe(422);
       expect(res.body.error.details).toContainEqual(expect.objectContaining({ field: 'password' }));
     });
@@ -97,7 +113,12 @@ describe('authentication', () => {
       expect(res.headers.get('location')).toBe(`${PUBLIC_URL}/api/v1/users/${res.body.data.id}`);
       const escalate = await request(t.url, '/api/v1/auth/register', {
         method: 'POST',
-        body: { name: 'Sneaky', email: `${unique()}@example.com`, password: 'sneaky-password', role: 'ADMIN' },
+        body: {
+          name: 'Sneaky',
+          email: `${unique()}@example.com`,
+          password: 'sneaky-password',
+          role: 'ADMIN',
+        },
       });
       expect(escalate.status).toBe(422);
       const basic = Buffer.from(`${email}:newcomer-password`).toString('base64');
@@ -115,7 +136,9 @@ describe('authentication', () => {
         body: { name: 'Short', email: `${unique()}@example.com`, password: 'short' },
       });
       expect(short.status).toBe(422);
-      expect(short.body.error.details).toContainEqual(expect.objectContaining({ field: 'password' }));
+      expect(short.body.error.details).toContainEqual(
+        expect.objectContaining({ field: 'password' }),
+      );
     });
   });
 
@@ -143,7 +166,12 @@ describe('authentication', () => {
     });
 
     it.each([
-      ['no exp', () => jwt.sign({ sub: 'x', iss: PUBLIC_URL, aud: 'atrium-api' }, 'k', { algorithm: 'HS256' }), 'hs'],
+      [
+        'no exp',
+        () =>
+          jwt.sign({ sub: 'x', iss: PUBLIC_URL, aud: 'atrium-api' }, 'k', { algorithm: 'HS256' }),
+        'hs',
+      ],
       ['another issuer', () => 'iss', 'iss'],
       ['another audience', () => 'aud', 'aud'],
       ['expired', () => 'exp', 'exp'],
@@ -154,13 +182,21 @@ describe('authentication', () => {
       let token: string;
       switch (kind) {
         case 'iss':
-          token = jwt.sign({ ...base, iss: 'https://evil.example' }, ownKey(), { algorithm: 'RS256', expiresIn: 60 });
+          token = jwt.sign({ ...base, iss: 'https://evil.example' }, ownKey(), {
+            algorithm: 'RS256',
+            expiresIn: 60,
+          });
           break;
         case 'aud':
-          token = jwt.sign({ ...base, aud: 'other' }, ownKey(), { algorithm: 'RS256', expiresIn: 60 });
+          token = jwt.sign({ ...base, aud: 'other' }, ownKey(), {
+            algorithm: 'RS256',
+            expiresIn: 60,
+          });
           break;
         case 'exp':
-          token = jwt.sign({ ...base, exp: Math.floor(Date.now() / 1000) - 10 }, ownKey(), { algorithm: 'RS256' });
+          token = jwt.sign({ ...base, exp: Math.floor(Date.now() / 1000) - 10 }, ownKey(), {
+            algorithm: 'RS256',
+          });
           break;
         case 'none':
           token = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(
@@ -193,7 +229,12 @@ describe('authentication', () => {
       const created = await user.client.post('/api/v1/api-keys', { name: 'ci' });
       expect(created.status).toBe(201);
       const key = created.body.data;
-      expect(key).toMatchObject({ id: expect.stringMatching(/^key_/), name: 'ci', role: 'USER', key: expect.stringMatching(/^atr_/) });
+      expect(key).toMatchObject({
+        id: expect.stringMatching(/^key_/),
+        name: 'ci',
+        role: 'USER',
+        key: expect.stringMatching(/^atr_/),
+      });
       expect(created.headers.get('location')).toBe(`${PUBLIC_URL}/api/v1/api-keys/${key.id}`);
       expect(key.prefix).toBe(key.key.slice(0, 12));
 
@@ -205,13 +246,18 @@ describe('authentication', () => {
       const byHeader = await me({ 'x-api-key': key.key });
       expect(byHeader.status).toBe(200);
       expect(byHeader.body.data.auth).toMatchObject({ method: 'api_key', key_id: key.id });
-      const byQuery = await request(t.url, `/api/v1/auth/me?api_key=${encodeURIComponent(key.key)}`);
+      const byQuery = await request(
+        t.url,
+        `/api/v1/auth/me?api_key=${encodeURIComponent(key.key)}`,
+      );
       expect(byQuery.status).toBe(200);
 
       const list = await user.client.get('/api/v1/api-keys');
       expect(list.status).toBe(200);
       expect(list.body.data.map((k: { id: string }) => k.id)).toContain(key.id);
-      expect(list.body.data.every((k: Record<string, unknown>) => !('key' in k) && !('key_hash' in k))).toBe(true);
+      expect(
+        list.body.data.every((k: Record<string, unknown>) => !('key' in k) && !('key_hash' in k)),
+      ).toBe(true);
 
       expect((await user.client.delete(`/api/v1/api-keys/${key.id}`)).status).toBe(204);
       expect((await user.client.delete(`/api/v1/api-keys/${key.id}`)).status).toBe(204);
@@ -226,7 +272,10 @@ describe('authentication', () => {
       const guestKey = await createApiKey(admin, { role: 'GUEST' });
       const asGuest = client(t.url, { apiKey: guestKey.key });
       expect((await asGuest.get('/api/v1/users')).status).toBe(200);
-      expect((await asGuest.post('/api/v1/users', { name: 'No', email: `${unique()}@example.com` })).status).toBe(403);
+      expect(
+        (await asGuest.post('/api/v1/users', { name: 'No', email: `${unique()}@example.com` }))
+          .status,
+      ).toBe(403);
     });
 
     it('rejects an expired key, an unknown key, and a past expiry at creation', async () => {
@@ -236,7 +285,10 @@ describe('authentication', () => {
       await new Promise((r) => setTimeout(r, 1700));
       expect((await me({ 'x-api-key': key.key })).status).toBe(401);
       expect((await me({ 'x-api-key': 'atr_thisisnotakeyatall' })).status).toBe(401);
-      const past = await user.client.post('/api/v1/api-keys', { name: 'past', expires_at: '2000-01-01T00:00:00Z' });
+      const past = await user.client.post('/api/v1/api-keys', {
+        name: 'past',
+        expires_at: '2000-01-01T00:00:00Z',
+      });
       expect(past.status).toBe(422);
     });
 

@@ -151,7 +151,10 @@ describe('GraphQL over HTTP', () => {
   });
 
   it('answers the full introspection query explorers send (within the depth and cost limits)', async () => {
-    const res = await gql(t.url, getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }));
+    const res = await gql(
+      t.url,
+      getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true }),
+    );
     expect(res.status).toBe(200);
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data.__schema.queryType.name).toBe('Query');

@@ -365,8 +365,12 @@ describe('GraphQL API (/graphql)', () => {
 
     it('shows the @auth directive where it is used in the printed SDL of the schema', async () => {
       const sdl = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
-      const live = printSchemaWithDirectives(lexicographicSortSchema(t.app.get(GraphQLSchemaHost).schema));
-      expect(sdl, 'schema.graphql is stale: run npm run schema:print and commit it').toBe(`${live.trim()}\n`);
+      const live = printSchemaWithDirectives(
+        lexicographicSortSchema(t.app.get(GraphQLSchemaHost).schema),
+      );
+      expect(sdl, 'schema.graphql is stale: run npm run schema:print and commit it').toBe(
+        `${live.trim()}\n`,
+      );
       expect(sdl).toMatch(/admins: \[Admin!\] @auth\(requires: ADMIN\)/);
       expect(sdl).toMatch(/directive @auth\(requires: Role!\) on FIELD_DEFINITION/);
       expect(sdl).toMatch(/content: String! @deprecated\(reason: "Use `body`\."\)/);

@@ -31,11 +31,16 @@ describe('HTTP rules of the resource API', () => {
       expect(res.headers.get('location')).toBe('/api/v1/users');
     });
 
-    it.each(['1', 'v1', 'V1'])('serves /api/<path> as v1 with Accept-Version: %s', async (version) => {
-      const res = await user.client.get(`/api/users/${user.id}`, { headers: { 'accept-version': version } });
-      expect(res.status).toBe(200);
-      expect(res.body.data.id).toBe(user.id);
-    });
+    it.each(['1', 'v1', 'V1'])(
+      'serves /api/<path> as v1 with Accept-Version: %s',
+      async (version) => {
+        const res = await user.client.get(`/api/users/${user.id}`, {
+          headers: { 'accept-version': version },
+        });
+        expect(res.status).toBe(200);
+        expect(res.body.data.id).toBe(user.id);
+      },
+    );
 
     it('rejects an unknown version and a header that contradicts the path (400 unsupported_version)', async () => {
       const unknown = await admin.get('/api/users', { headers: { 'accept-version': '2' } });
@@ -74,7 +79,11 @@ describe('HTTP rules of the resource API', () => {
     });
 
     it('answers 413 to a body over 1 MiB', async () => {
-      const res = await admin.post('/api/v1/users', { name: 'x', email: 'a@example.com', pad: 'x'.repeat(1024 * 1024) });
+      const res = await admin.post('/api/v1/users', {
+        name: 'x',
+        email: 'a@example.com',
+        pad: 'x'.repeat(1024 * 1024),
+      });
       expect(res.status).toBe(413);
       expect(res.body.error.code).toBe('payload_too_large');
     });
@@ -83,15 +92,27 @@ describe('HTTP rules of the resource API', () => {
       const res = await admin.get('/api/v1/users', { headers: { accept: 'text/html' } });
       expect(res.status).toBe(406);
       expect(res.body.error.code).toBe('not_acceptable');
-      const zero = await admin.get('/api/v1/users', { headers: { accept: 'application/json;q=0, text/html' } });
+      const zero = await admin.get('/api/v1/users', {
+        headers: { accept: 'application/json;q=0, text/html' },
+      });
       expect(zero.status).toBe(406);
-      for (const accept of ['*/*', 'application/*', 'application/json', 'text/html, application/json;q=0.5']) {
-        expect((await admin.get('/api/v1/users', { headers: { accept } })).status, accept).toBe(200);
+      for (const accept of [
+        '*/*',
+        'application/*',
+        'application/json',
+        'text/html, application/json;q=0.5',
+      ]) {
+        expect((await admin.get('/api/v1/users', { headers: { accept } })).status, accept).toBe(
+          200,
+        );
       }
     });
 
     it('answers 400 (not 500) to a JSON body that is not an object', async () => {
-      const res = await admin.post('/api/v1/users', undefined, { rawBody: '[1,2]', headers: { 'content-type': 'application/json' } });
+      const res = await admin.post('/api/v1/users', undefined, {
+        rawBody: '[1,2]',
+        headers: { 'content-type': 'application/json' },
+      });
       expect([400, 422]).toContain(res.status);
       expect(res.body.error).toBeDefined();
     });
@@ -117,9 +138,13 @@ describe('HTTP rules of the resource API', () => {
     });
 
     it('echoes a well-formed X-Request-Id and replaces a malformed one', async () => {
-      const echoed = await admin.get('/api/v1/users', { headers: { 'x-request-id': 'req-abc.123' } });
+      const echoed = await admin.get('/api/v1/users', {
+        headers: { 'x-request-id': 'req-abc.123' },
+      });
       expect(echoed.headers.get('x-request-id')).toBe('req-abc.123');
-      const replaced = await admin.get('/api/v1/users', { headers: { 'x-request-id': 'bad id with spaces' } });
+      const replaced = await admin.get('/api/v1/users', {
+        headers: { 'x-request-id': 'bad id with spaces' },
+      });
       expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
       const none = await client(t.url).get('/health/live');
       expect(none.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -154,14 +179,16 @@ describe('HTTP rules of the resource API', () => {
       const json = await client(t.url).get('/api/docs-json');
       expect(json.status).toBe(200);
       expect(json.body.openapi).toMatch(/^3\./);
-      expect(Object.keys(json.body.paths)).toEqual(expect.arrayContaining(['/api/v1/users', '/api/v1/users/{id}']));
+      expect(Object.keys(json.body.paths)).toEqual(
+        expect.arrayContaining(['/api/v1/users', '/api/v1/users/{id}']),
+      );
       const create = json.body.components.schemas.CreateUserInput;
       expect(create.required).toEqual(expect.arrayContaining(['name', 'email']));
       expect(create.properties.role.enum).toEqual(['ADMIN', 'USER', 'GUEST']);
       expect(create.properties.password.writeOnly).toBe(true);
-      expect(json.body.paths['/api/v1/users'].post.requestBody.content['application/json'].schema.$ref).toBe(
-        '#/components/schemas/CreateUserInput',
-      );
+      expect(
+        json.body.paths['/api/v1/users'].post.requestBody.content['application/json'].schema.$ref,
+      ).toBe('#/components/schemas/CreateUserInput');
       const ui = await request(t.url, '/api/docs', { headers: { accept: 'text/html' } });
       expect(ui.status).toBe(200);
       expect(ui.text).toContain('swagger');

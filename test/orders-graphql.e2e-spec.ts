@@ -232,10 +232,10 @@ describe('orders over GraphQL', () => {
     const db = t.app.get(DatabaseService);
     const original = db.query.bind(db);
     let statements = 0;
-    db.query = ((sql: string, params?: unknown[]) => {
+    db.query = (sql: string, params?: unknown[]) => {
       statements += 1;
       return original(sql, params);
-    });
+    };
     const count = async (first: number) => {
       statements = 0;
       const res = await gql(

@@ -72,7 +72,11 @@ describe('the service as a process', () => {
 
   it.each([
     ['PORT', 'abc', /^Invalid configuration: PORT must be an integer/],
-    ['DATABASE_URL', 'mysql://localhost/x', /^Invalid configuration: DATABASE_URL must use postgres/],
+    [
+      'DATABASE_URL',
+      'mysql://localhost/x',
+      /^Invalid configuration: DATABASE_URL must use postgres/,
+    ],
     ['LOG_LEVEL', 'loud', /^Invalid configuration: LOG_LEVEL must be one of/],
     ['CORS_ORIGINS', 'not a url', /^Invalid configuration: CORS_ORIGINS has an invalid origin/],
     ['ADMIN_PASSWORD', 'short', /^Invalid configuration: ADMIN_EMAIL must be set together/],
@@ -109,9 +113,13 @@ describe('the service as a process', () => {
         headers: { authorization: `Basic ${basic}` },
       });
       const secret = key.body.data.key as string;
-      await request(base, '/api/v1/users', { headers: { 'x-api-key': secret, 'x-request-id': 'log-check-1' } });
+      await request(base, '/api/v1/users', {
+        headers: { 'x-api-key': secret, 'x-request-id': 'log-check-1' },
+      });
       await request(base, `/api/v1/users?api_key=${secret}`);
-      await request(base, '/api/v1/users', { headers: { authorization: `Bearer ${token.body.access_token}` } });
+      await request(base, '/api/v1/users', {
+        headers: { authorization: `Bearer ${token.body.access_token}` },
+      });
       await new Promise((r) => setTimeout(r, 300));
 
       const lines = proc
@@ -120,13 +128,25 @@ describe('the service as a process', () => {
         .split('\n')
         .map((l) => JSON.parse(l) as Record<string, any>);
       const output = proc.stdout();
-      for (const leaked of [secret, password, basic, token.body.access_token, token.body.refresh_token]) {
+      for (const leaked of [
+        secret,
+        password,
+        basic,
+        token.body.access_token,
+        token.body.refresh_token,
+      ]) {
         expect(output).not.toContain(leaked);
       }
-      const tagged = lines.find((l) => l.req?.id === 'log-check-1' || l.request_id === 'log-check-1');
+      const tagged = lines.find(
+        (l) => l.req?.id === 'log-check-1' || l.request_id === 'log-check-1',
+      );
       expect(tagged, output).toBeDefined();
       expect(output).toContain('api_key=[redacted]');
-      expect(tagged?.req).toMatchObject({ method: 'GET', url: '/api/v1/users', remoteAddress: '127.0.0.1' });
+      expect(tagged?.req).toMatchObject({
+        method: 'GET',
+        url: '/api/v1/users',
+        remoteAddress: '127.0.0.1',
+      });
       const requestLines = lines.filter((l) => l.req || l.res);
       expect(requestLines.length).toBeGreaterThanOrEqual(4);
       expect(requestLines.every((l) => typeof (l.req?.id ?? l.request_id) === 'string')).toBe(true);

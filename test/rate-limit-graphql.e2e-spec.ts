@@ -22,7 +22,11 @@ describe('GraphQL cost budget', () => {
     const cheap = await gql(u.client, CHEAP);
     expect(cheap.status).toBe(200);
     const c1 = cheap.body.extensions.cost;
-    expect(c1).toMatchObject({ requested: expect.any(Number), budget: 250, remaining: 250 - c1.requested });
+    expect(c1).toMatchObject({
+      requested: expect.any(Number),
+      budget: 250,
+      remaining: 250 - c1.requested,
+    });
     expect(Date.parse(c1.resetAt) - Date.now()).toBeGreaterThan(25_000);
     expect(Date.parse(c1.resetAt) - Date.now()).toBeLessThanOrEqual(31_000);
 
@@ -54,7 +58,9 @@ describe('GraphQL cost budget', () => {
     // a cheap query still fits in what is left
     const cheap = await gql(u.client, CHEAP);
     expect(cheap.status).toBe(200);
-    expect(cheap.body.extensions.cost.remaining).toBe(remaining - cheap.body.extensions.cost.requested);
+    expect(cheap.body.extensions.cost.remaining).toBe(
+      remaining - cheap.body.extensions.cost.requested,
+    );
 
     // another identity has its own budget
     const fresh = await gql(other.client, EXPENSIVE);
@@ -90,7 +96,10 @@ describe('GraphQL request limit', () => {
   it('counts anonymous GraphQL requests by client address', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const res = await request(t.url, '/graphql', { method: 'POST', body: { query: '{ __typename }' } });
+      const res = await request(t.url, '/graphql', {
+        method: 'POST',
+        body: { query: '{ __typename }' },
+      });
       statuses.push(res.status);
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
@@ -99,7 +108,11 @@ describe('GraphQL request limit', () => {
 
 describe('GraphQL failed credentials', () => {
   it('count against the address’s auth bucket; over it, 429 RATE_LIMITED before checking', async () => {
-    const t = await startApp({ AUTH_RATE_LIMIT: '2', AUTH_RATE_LIMIT_WINDOW_S: '30', TRUSTED_PROXIES: '127.0.0.1' });
+    const t = await startApp({
+      AUTH_RATE_LIMIT: '2',
+      AUTH_RATE_LIMIT_WINDOW_S: '30',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
     try {
       const u = await signUp(t.url, '10.5.0.1');
       const ask = (ip: string, authorization: string) =>
@@ -116,7 +129,13 @@ describe('GraphQL failed credentials', () => {
       expect(rateHeaders(refused)).toMatchObject({ limit: 2, remaining: 0 });
       expect(rateHeaders(refused).retryAfter).toBeGreaterThanOrEqual(1);
       // REST shares the bucket; other addresses are unaffected
-      expect((await request(t.url, '/api/v1/auth/me', { headers: { authorization: `Bearer ${u.token}`, 'x-forwarded-for': '10.5.0.2' } })).status).toBe(429);
+      expect(
+        (
+          await request(t.url, '/api/v1/auth/me', {
+            headers: { authorization: `Bearer ${u.token}`, 'x-forwarded-for': '10.5.0.2' },
+          })
+        ).status,
+      ).toBe(429);
       expect((await ask('10.5.0.3', `Bearer ${u.token}`)).status).toBe(200);
     } finally {
       await t.close();

@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitStore } from '../src/rate-limit/rate-limit.store.js';
-import { freshDatabaseUrl, startApp, usingPostgres, usingRedis, type TestApp } from './helpers/app.js';
+import {
+  freshDatabaseUrl,
+  startApp,
+  usingPostgres,
+  usingRedis,
+  type TestApp,
+} from './helpers/app.js';
 import { client } from './helpers/http.js';
 import { freePort, PrivateRedis, rateHeaders, signUp } from './helpers/rate-limit.js';
 
@@ -53,76 +59,79 @@ describe.skipIf(!usingRedis)('two instances sharing Redis (skipped: REDIS_URL is
   });
 });
 
-describe.skipIf(!hasRedisServer)('Redis outage (private redis-server; skipped: no redis-server binary)', () => {
-  let redis: PrivateRedis;
-  let t: TestApp;
+describe.skipIf(!hasRedisServer)(
+  'Redis outage (private redis-server; skipped: no redis-server binary)',
+  () => {
+    let redis: PrivateRedis;
+    let t: TestApp;
 
-  beforeAll(async () => {
-    redis = new PrivateRedis(await freePort());
-    await redis.start();
-    t = await startApp({ REDIS_URL: redis.url, RATE_LIMIT: '3', RATE_LIMIT_WINDOW_S: '30' });
-  });
-  afterAll(async () => {
-    await t?.close();
-    await redis?.kill();
-  });
+    beforeAll(async () => {
+      redis = new PrivateRedis(await freePort());
+      await redis.start();
+      t = await startApp({ REDIS_URL: redis.url, RATE_LIMIT: '3', RATE_LIMIT_WINDOW_S: '30' });
+    });
+    afterAll(async () => {
+      await t?.close();
+      await redis?.kill();
+    });
 
-  /** `n` requests; each must be 2xx; returns the slowest duration and the last response. */
-  async function burst(c: ReturnType<typeof client>, n: number) {
-    const timed = async () => {
-      const started = performance.now();
-      const res = await c.get('/api/v1/auth/me');
-      expect(res.status).toBe(200);
-      return { res, ms: performance.now() - started };
-    };
-    let { res: last, ms: slowest } = await timed();
-    let total = slowest;
-    for (let i = 1; i < n; i++) {
-      const r = await timed();
-      last = r.res;
-      slowest = Math.max(slowest, r.ms);
-      total += r.ms;
+    /** `n` requests; each must be 2xx; returns the slowest duration and the last response. */
+    async function burst(c: ReturnType<typeof client>, n: number) {
+      const timed = async () => {
+        const started = performance.now();
+        const res = await c.get('/api/v1/auth/me');
+        expect(res.status).toBe(200);
+        return { res, ms: performance.now() - started };
+      };
+      let { res: last, ms: slowest } = await timed();
+      let total = slowest;
+      for (let i = 1; i < n; i++) {
+        const r = await timed();
+        last = r.res;
+        slowest = Math.max(slowest, r.ms);
+        total += r.ms;
+      }
+      return { slowest, total, last };
     }
-    return { slowest, total, last };
-  }
 
-  it('fails open within a bounded delay while Redis is down or hung, and limits again when it is back', async () => {
-    const u = await signUp(t.url);
-    const store = t.app.get(RateLimitStore);
-    expect(store.outages).toBe(0);
+    it('fails open within a bounded delay while Redis is down or hung, and limits again when it is back', async () => {
+      const u = await signUp(t.url);
+      const store = t.app.get(RateLimitStore);
+      expect(store.outages).toBe(0);
 
-    // counted in Redis
-    await burst(u.client, 3);
-    expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
+      // counted in Redis
+      await burst(u.client, 3);
+      expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
 
-    // hung (SIGSTOP): a request waits for the 100 ms command timeout at most, and only the first
-    // one in a second does (the store stops asking for a second after a failure)
-    redis.signal('SIGSTOP');
-    const hung = await burst(u.client, 5);
-    expect(hung.slowest).toBeLessThan(400);
-    expect(hung.total).toBeLessThan(500);
-    expect(hung.last.headers.get('ratelimit-limit')).toBeNull();
-    expect(store.outages).toBe(1); // one outage, however many requests
-    redis.signal('SIGCONT');
+      // hung (SIGSTOP): a request waits for the 100 ms command timeout at most, and only the first
+      // one in a second does (the store stops asking for a second after a failure)
+      redis.signal('SIGSTOP');
+      const hung = await burst(u.client, 5);
+      expect(hung.slowest).toBeLessThan(400);
+      expect(hung.total).toBeLessThan(500);
+      expect(hung.last.headers.get('ratelimit-limit')).toBeNull();
+      expect(store.outages).toBe(1); // one outage, however many requests
+      redis.signal('SIGCONT');
 
-    // killed: no connection, no offline queue -> no wait at all
-    await redis.kill();
-    const down = await burst(u.client, 10);
-    expect(down.slowest).toBeLessThan(250);
-    expect(down.last.headers.get('ratelimit-limit')).toBeNull();
-    expect(store.outages).toBeLessThanOrEqual(2);
+      // killed: no connection, no offline queue -> no wait at all
+      await redis.kill();
+      const down = await burst(u.client, 10);
+      expect(down.slowest).toBeLessThan(250);
+      expect(down.last.headers.get('ratelimit-limit')).toBeNull();
+      expect(store.outages).toBeLessThanOrEqual(2);
 
-    // restarted (empty): the client reconnects by itself and counting resumes
-    await redis.start();
-    const deadline = Date.now() + 10_000;
-    let counted;
-    do {
-      await sleep(200);
-      counted = await u.client.get('/api/v1/auth/me');
-      expect(counted.status).toBe(200);
-    } while (counted.headers.get('ratelimit-limit') === null && Date.now() < deadline);
-    expect(rateHeaders(counted)).toMatchObject({ limit: 3, remaining: 2 });
-    await burst(u.client, 2);
-    expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
-  });
-});
+      // restarted (empty): the client reconnects by itself and counting resumes
+      await redis.start();
+      const deadline = Date.now() + 10_000;
+      let counted;
+      do {
+        await sleep(200);
+        counted = await u.client.get('/api/v1/auth/me');
+        expect(counted.status).toBe(200);
+      } while (counted.headers.get('ratelimit-limit') === null && Date.now() < deadline);
+      expect(rateHeaders(counted)).toMatchObject({ limit: 3, remaining: 2 });
+      await burst(u.client, 2);
+      expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
+    });
+  },
+);

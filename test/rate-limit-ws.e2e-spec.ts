@@ -8,7 +8,7 @@ import { signUp, type SignedUp } from './helpers/rate-limit.js';
 interface Message {
   id?: string;
   type: string;
-  payload?: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- protocol messages of any shape
+  payload?: any;
 }
 
 /** A raw graphql-transport-ws connection: every message kept, so tests can wait for a specific one. */
@@ -46,7 +46,9 @@ class RawSocket {
     const deadline = Date.now() + timeoutMs;
     while (!done()) {
       if (Date.now() > deadline) {
-        throw new Error(`timed out; messages: ${JSON.stringify(this.messages)}, close ${this.closeCode}`);
+        throw new Error(
+          `timed out; messages: ${JSON.stringify(this.messages)}, close ${this.closeCode}`,
+        );
       }
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
@@ -86,7 +88,10 @@ describe('WebSocket caps', () => {
   };
 
   beforeAll(async () => {
-    t = await startApp({ WS_MAX_CONNECTIONS_PER_IDENTITY: '2', WS_MAX_OPERATIONS_PER_CONNECTION: '2' });
+    t = await startApp({
+      WS_MAX_CONNECTIONS_PER_IDENTITY: '2',
+      WS_MAX_OPERATIONS_PER_CONNECTION: '2',
+    });
     u = await signUp(t.url);
   });
   afterAll(async () => {
@@ -131,9 +136,13 @@ describe('WebSocket caps', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     s.subscribe('4', sub);
     // '2' and '4' are live: a change of the user reaches both
-    const patched = await u.client.patch(`/api/v1/users/${u.id}`, { name: 'Renamed over WS' }, {
-      headers: { 'content-type': 'application/merge-patch+json' },
-    });
+    const patched = await u.client.patch(
+      `/api/v1/users/${u.id}`,
+      { name: 'Renamed over WS' },
+      {
+        headers: { 'content-type': 'application/merge-patch+json' },
+      },
+    );
     expect(patched.status).toBe(200);
     await s.until(() => s.of('2', 'next').length > 0 && s.of('4', 'next').length > 0);
     expect(s.of('4', 'next')[0]?.payload.data.userUpdated.name).toBe('Renamed over WS');
@@ -167,7 +176,11 @@ describe('WebSocket operations and credentials against the shared counters', () 
   });
 
   it('counts failed connection_init credentials against the address’s auth bucket; over it, 4429', async () => {
-    const t = await startApp({ AUTH_RATE_LIMIT: '2', AUTH_RATE_LIMIT_WINDOW_S: '30', TRUSTED_PROXIES: '127.0.0.1' });
+    const t = await startApp({
+      AUTH_RATE_LIMIT: '2',
+      AUTH_RATE_LIMIT_WINDOW_S: '30',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
     try {
       // signed up from another (forwarded) address: its requests do not touch 127.0.0.1's bucket
       const u = await signUp(t.url, '10.7.0.1');

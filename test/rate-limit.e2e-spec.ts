@@ -5,7 +5,8 @@ import { createApiKey } from './helpers/factories.js';
 import { client, request } from './helpers/http.js';
 import { rateHeaders, signUp } from './helpers/rate-limit.js';
 
-const basic = (email: string, password: string) => `Basic ${Buffer.from(`${email}:${password}`).toString('base64')}`;
+const basic = (email: string, password: string) =>
+  `Basic ${Buffer.from(`${email}:${password}`).toString('base64')}`;
 
 describe('REST request limits per identity', () => {
   let t: TestApp;
@@ -28,12 +29,16 @@ describe('REST request limits per identity', () => {
     }
     const refused = await u.client.get('/api/v1/auth/me');
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/retry in \d+ s/) } });
+    expect(refused.body).toEqual({
+      error: { code: 'rate_limited', message: expect.stringMatching(/retry in \d+ s/) },
+    });
     const h = rateHeaders(refused);
     expect(h).toMatchObject({ limit: 4, remaining: 0 });
     expect(h.retryAfter).toBeGreaterThanOrEqual(1);
     expect(h.retryAfter).toBeLessThanOrEqual(2);
-    expect(refused.headers.get('access-control-expose-headers') ?? 'Retry-After').toContain('Retry-After');
+    expect(refused.headers.get('access-control-expose-headers') ?? 'Retry-After').toContain(
+      'Retry-After',
+    );
   });
 
   it('counts every route and method against the same identity bucket', async () => {
@@ -41,7 +46,11 @@ describe('REST request limits per identity', () => {
     expect((await u.client.get('/api/v1/auth/me')).status).toBe(200);
     expect((await u.client.get(`/api/v1/users/${u.id}`)).status).toBe(200);
     expect((await u.client.get('/api/v1/api-keys')).status).toBe(200);
-    const last = await u.client.patch(`/api/v1/users/${u.id}`, { name: 'Renamed' }, { headers: { 'content-type': 'application/merge-patch+json' } });
+    const last = await u.client.patch(
+      `/api/v1/users/${u.id}`,
+      { name: 'Renamed' },
+      { headers: { 'content-type': 'application/merge-patch+json' } },
+    );
     expect(rateHeaders(last).remaining).toBe(0);
     expect((await u.client.get(`/api/v1/users/${u.id}`)).status).toBe(429);
   });
@@ -89,11 +98,19 @@ describe('REST request limits per identity', () => {
   it('counts requests the auth guard refuses: 403 for the role by identity, 401 without credentials by address', async () => {
     const u = await signUp(t.url);
     for (let i = 0; i < 4; i++) {
-      const res = await u.client.post('/api/v1/users', { name: 'Nope', email: 'nope@example.com', password: 'nope-password-1' });
+      const res = await u.client.post('/api/v1/users', {
+        name: 'Nope',
+        email: 'nope@example.com',
+        password: 'nope-password-1',
+      });
       expect(res.status).toBe(403);
       expect(rateHeaders(res)).toMatchObject({ limit: 4, remaining: 3 - i });
     }
-    const refused = await u.client.post('/api/v1/users', { name: 'Nope', email: 'nope@example.com', password: 'nope-password-1' });
+    const refused = await u.client.post('/api/v1/users', {
+      name: 'Nope',
+      email: 'nope@example.com',
+      password: 'nope-password-1',
+    });
     expect(refused.status).toBe(429);
     expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
 
@@ -122,11 +139,18 @@ describe('REST request limits per identity', () => {
 describe('per-address auth bucket (credential endpoints and failed credential checks)', () => {
   let t: TestApp;
   let u: Awaited<ReturnType<typeof signUp>>;
-  const from = (ip: string, headers: Record<string, string> = {}) => ({ ...headers, 'x-forwarded-for': ip });
+  const from = (ip: string, headers: Record<string, string> = {}) => ({
+    ...headers,
+    'x-forwarded-for': ip,
+  });
 
   beforeAll(async () => {
     // 127.0.0.1 is a trusted proxy here, so each test can speak from its own client address
-    t = await startApp({ AUTH_RATE_LIMIT: '3', AUTH_RATE_LIMIT_WINDOW_S: '2', TRUSTED_PROXIES: '127.0.0.1' });
+    t = await startApp({
+      AUTH_RATE_LIMIT: '3',
+      AUTH_RATE_LIMIT_WINDOW_S: '2',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
     u = await signUp(t.url, '10.0.0.1');
   });
   afterAll(async () => {
@@ -153,7 +177,11 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
     expect(refused.body.error.code).toBe('rate_limited');
     expect(rateHeaders(refused).retryAfter).toBeGreaterThanOrEqual(1);
     // /auth/refresh and /auth/register share the address's bucket
-    const refresh = await request(t.url, '/api/v1/auth/refresh', { method: 'POST', body: { refresh_token: 'rt_x' }, headers: from(ip) });
+    const refresh = await request(t.url, '/api/v1/auth/refresh', {
+      method: 'POST',
+      body: { refresh_token: 'rt_x' },
+      headers: from(ip),
+    });
     expect(refresh.status).toBe(429);
     // another address is not affected
     const other = await request(t.url, '/api/v1/auth/token', {
@@ -176,7 +204,9 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
       const res = await request(t.url, '/api/v1/auth/me', { headers: from(ip, headers) });
       expect(res.status).toBe(401);
     }
-    const valid = await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: `Bearer ${u.token}` }) });
+    const valid = await request(t.url, '/api/v1/auth/me', {
+      headers: from(ip, { authorization: `Bearer ${u.token}` }),
+    });
     expect(valid.status).toBe(429);
     expect(valid.body.error.code).toBe('rate_limited');
     expect(rateHeaders(valid)).toMatchObject({ limit: 3, remaining: 0 });
@@ -188,15 +218,29 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
       expect(res.body.error.code).toBe('rate_limited');
     }
     // the same credentials from elsewhere work, and the address recovers after the window
-    expect((await request(t.url, '/api/v1/auth/me', { headers: from('10.0.2.2', { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
+    expect(
+      (
+        await request(t.url, '/api/v1/auth/me', {
+          headers: from('10.0.2.2', { authorization: `Bearer ${u.token}` }),
+        })
+      ).status,
+    ).toBe(200);
     await sleep(rateHeaders(valid).retryAfter! * 1000 + 100);
-    expect((await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
+    expect(
+      (
+        await request(t.url, '/api/v1/auth/me', {
+          headers: from(ip, { authorization: `Bearer ${u.token}` }),
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('does not count successful credential checks', async () => {
     const ip = '10.0.3.1';
     for (let i = 0; i < 5; i++) {
-      const res = await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: basic(u.email, u.password) }) });
+      const res = await request(t.url, '/api/v1/auth/me', {
+        headers: from(ip, { authorization: basic(u.email, u.password) }),
+      });
       expect(res.status).toBe(200);
     }
   });
@@ -206,7 +250,13 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
     for (let i = 0; i < 5; i++) {
       expect((await request(t.url, '/api/v1/auth/me', { headers: from(ip) })).status).toBe(401);
     }
-    expect((await request(t.url, '/api/v1/auth/me', { headers: from(ip, { authorization: `Bearer ${u.token}` }) })).status).toBe(200);
+    expect(
+      (
+        await request(t.url, '/api/v1/auth/me', {
+          headers: from(ip, { authorization: `Bearer ${u.token}` }),
+        })
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -232,7 +282,11 @@ describe('client address', () => {
 
 describe('RATE_LIMIT_ENABLED=false', () => {
   it('limits nothing and sends no RateLimit headers', async () => {
-    const t = await startApp({ RATE_LIMIT: '1', AUTH_RATE_LIMIT: '1', RATE_LIMIT_ENABLED: 'false' });
+    const t = await startApp({
+      RATE_LIMIT: '1',
+      AUTH_RATE_LIMIT: '1',
+      RATE_LIMIT_ENABLED: 'false',
+    });
     try {
       const u = await signUp(t.url);
       for (let i = 0; i < 3; i++) {

@@ -63,7 +63,12 @@ describe('users resource (/api/v1/users)', () => {
 
     it('returns 422 with field details for invalid members and stores nothing', async () => {
       const email = `${unique()}@example.com`;
-      const res = await admin.post('/api/v1/users', { name: '', email: 'not-an-email', age: 200, role: 'KING' });
+      const res = await admin.post('/api/v1/users', {
+        name: '',
+        email: 'not-an-email',
+        age: 200,
+        role: 'KING',
+      });
       expect(res.status).toBe(422);
       expect(res.body.error.code).toBe('validation_failed');
       const fields = (res.body.error.details as { field: string }[]).map((d) => d.field).sort();
@@ -75,14 +80,25 @@ describe('users resource (/api/v1/users)', () => {
     it('returns 422 when a required member is missing and for unknown members', async () => {
       const missing = await admin.post('/api/v1/users', { name: 'No Email' });
       expect(missing.status).toBe(422);
-      expect(missing.body.error.details).toContainEqual(expect.objectContaining({ field: 'email' }));
-      const unknown = await admin.post('/api/v1/users', { name: 'X', email: `${unique()}@example.com`, admin: true });
+      expect(missing.body.error.details).toContainEqual(
+        expect.objectContaining({ field: 'email' }),
+      );
+      const unknown = await admin.post('/api/v1/users', {
+        name: 'X',
+        email: `${unique()}@example.com`,
+        admin: true,
+      });
       expect(unknown.status).toBe(422);
-      expect(unknown.body.error.details).toContainEqual(expect.objectContaining({ field: 'admin' }));
+      expect(unknown.body.error.details).toContainEqual(
+        expect.objectContaining({ field: 'admin' }),
+      );
     });
 
     it('returns 409 on a duplicate email, case-insensitively', async () => {
-      const res = await admin.post('/api/v1/users', { name: 'Dup', email: alice.email.toUpperCase() });
+      const res = await admin.post('/api/v1/users', {
+        name: 'Dup',
+        email: alice.email.toUpperCase(),
+      });
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('conflict');
     });
@@ -126,7 +142,11 @@ describe('users resource (/api/v1/users)', () => {
     });
 
     it('returns 404 for unknown, malformed and other-type ids', async () => {
-      for (const id of ['usr_01ARZ3NDEKTSV4RRFFQ69G5FAV', 'nope', 'pst_01ARZ3NDEKTSV4RRFFQ69G5FAV']) {
+      for (const id of [
+        'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+        'nope',
+        'pst_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+      ]) {
         const res = await admin.get(`/api/v1/users/${id}`);
         expect(res.status).toBe(404);
         expect(res.body).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
@@ -137,13 +157,19 @@ describe('users resource (/api/v1/users)', () => {
       const first = await alice.client.get(`/api/v1/users/${alice.id}`);
       const etag = first.headers.get('etag');
       expect(etag).toMatch(/^"[^"]+"$/);
-      const again = await alice.client.get(`/api/v1/users/${alice.id}`, { headers: { 'if-none-match': etag! } });
+      const again = await alice.client.get(`/api/v1/users/${alice.id}`, {
+        headers: { 'if-none-match': etag! },
+      });
       expect(again.status).toBe(304);
       expect(again.text).toBe('');
       expect(again.headers.get('etag')).toBe(etag);
-      const star = await alice.client.get(`/api/v1/users/${alice.id}`, { headers: { 'if-none-match': '*' } });
+      const star = await alice.client.get(`/api/v1/users/${alice.id}`, {
+        headers: { 'if-none-match': '*' },
+      });
       expect(star.status).toBe(304);
-      const stale = await alice.client.get(`/api/v1/users/${alice.id}`, { headers: { 'if-none-match': '"old"' } });
+      const stale = await alice.client.get(`/api/v1/users/${alice.id}`, {
+        headers: { 'if-none-match': '"old"' },
+      });
       expect(stale.status).toBe(200);
     });
 
@@ -211,7 +237,11 @@ describe('users resource (/api/v1/users)', () => {
       const etag = (await u.client.get(`/api/v1/users/${u.id}`)).headers.get('etag')!;
       const results = await Promise.all(
         Array.from({ length: 6 }, (_, i) =>
-          u.client.put(`/api/v1/users/${u.id}`, { name: `Writer ${i}`, email: u.email }, { headers: { 'if-match': etag } }),
+          u.client.put(
+            `/api/v1/users/${u.id}`,
+            { name: `Writer ${i}`, email: u.email },
+            { headers: { 'if-match': etag } },
+          ),
         ),
       );
       const statuses = results.map((r) => r.status);
@@ -224,21 +254,33 @@ describe('users resource (/api/v1/users)', () => {
     it('parallel PUTs without preconditions all succeed and the stored row is one of them', async () => {
       const u = await createUser(t.url);
       const names = Array.from({ length: 6 }, (_, i) => `Parallel ${i}`);
-      const results = await Promise.all(names.map((name) => u.client.put(`/api/v1/users/${u.id}`, { name, email: u.email })));
+      const results = await Promise.all(
+        names.map((name) => u.client.put(`/api/v1/users/${u.id}`, { name, email: u.email })),
+      );
       expect(results.every((r) => r.status === 200)).toBe(true);
       expect(names).toContain((await storedUser(t, u.id))?.name);
     });
 
     it('a USER may not replace another user (403) nor change their own role (403)', async () => {
-      const other = await bob.client.put(`/api/v1/users/${alice.id}`, { name: 'Hijack', email: alice.email });
+      const other = await bob.client.put(`/api/v1/users/${alice.id}`, {
+        name: 'Hijack',
+        email: alice.email,
+      });
       expect(other.status).toBe(403);
-      const role = await bob.client.put(`/api/v1/users/${bob.id}`, { name: 'Bob', email: bob.email, role: 'ADMIN' });
+      const role = await bob.client.put(`/api/v1/users/${bob.id}`, {
+        name: 'Bob',
+        email: bob.email,
+        role: 'ADMIN',
+      });
       expect(role.status).toBe(403);
       expect((await storedUser(t, bob.id))?.role).toBe('USER');
     });
 
     it('returns 409 when the new email belongs to another user', async () => {
-      const res = await bob.client.put(`/api/v1/users/${bob.id}`, { name: 'Bob', email: alice.email });
+      const res = await bob.client.put(`/api/v1/users/${bob.id}`, {
+        name: 'Bob',
+        email: alice.email,
+      });
       expect(res.status).toBe(409);
       expect((await storedUser(t, bob.id))?.email).toBe(bob.email);
     });
@@ -247,9 +289,13 @@ describe('users resource (/api/v1/users)', () => {
   describe('PATCH /users/{id}', () => {
     it('changes only the supplied members (merge patch) and null clears a nullable member', async () => {
       const u = await createUser(t.url, { age: 21, name: 'Patchy' });
-      const res = await u.client.patch(`/api/v1/users/${u.id}`, { age: null }, {
-        headers: { 'content-type': 'application/merge-patch+json' },
-      });
+      const res = await u.client.patch(
+        `/api/v1/users/${u.id}`,
+        { age: null },
+        {
+          headers: { 'content-type': 'application/merge-patch+json' },
+        },
+      );
       expect(res.status).toBe(200);
       expect(res.body.data).toMatchObject({ name: 'Patchy', email: u.email, age: null });
       const named = await u.client.patch(`/api/v1/users/${u.id}`, { name: 'Renamed' });
@@ -279,7 +325,9 @@ describe('users resource (/api/v1/users)', () => {
     });
 
     it('returns 404 for an unknown user', async () => {
-      const res = await admin.patch('/api/v1/users/usr_01ARZ3NDEKTSV4RRFFQ69G5FAV', { name: 'Ghost' });
+      const res = await admin.patch('/api/v1/users/usr_01ARZ3NDEKTSV4RRFFQ69G5FAV', {
+        name: 'Ghost',
+      });
       expect(res.status).toBe(404);
     });
   });
@@ -309,7 +357,9 @@ describe('users resource (/api/v1/users)', () => {
 
     it('honours If-Match (412 on mismatch, nothing deleted)', async () => {
       const u = await createUser(t.url);
-      const res = await admin.delete(`/api/v1/users/${u.id}`, { headers: { 'if-match': '"nope"' } });
+      const res = await admin.delete(`/api/v1/users/${u.id}`, {
+        headers: { 'if-match': '"nope"' },
+      });
       expect(res.status).toBe(412);
       expect((await storedUser(t, u.id))?.deleted_at).toBeNull();
     });
@@ -382,9 +432,9 @@ describe('users resource (/api/v1/users)', () => {
       for (const u of res.body.data as { id: string; email: string | null }[]) {
         expect(u.email === null || u.id === alice.id).toBe(true);
       }
-      expect((res.body.data as { id: string; email: string }[]).find((u) => u.id === alice.id)?.email).toBe(
-        alice.email,
-      );
+      expect(
+        (res.body.data as { id: string; email: string }[]).find((u) => u.id === alice.id)?.email,
+      ).toBe(alice.email);
     });
 
     it('lists for a GUEST (read is allowed) and 401s for anonymous callers', async () => {
@@ -394,7 +444,9 @@ describe('users resource (/api/v1/users)', () => {
 
     it('lists ETag-conditionally (304)', async () => {
       const first = await admin.get('/api/v1/users?limit=5');
-      const again = await admin.get('/api/v1/users?limit=5', { headers: { 'if-none-match': first.headers.get('etag')! } });
+      const again = await admin.get('/api/v1/users?limit=5', {
+        headers: { 'if-none-match': first.headers.get('etag')! },
+      });
       expect(again.status).toBe(304);
     });
   });
@@ -410,8 +462,16 @@ describe('users resource (/api/v1/users)', () => {
       });
       expect(res.status).toBe(200);
       expect(res.body.data).toHaveLength(2);
-      expect(res.body.data[0]).toMatchObject({ op: 'create', status: 201, data: { name: 'Batch One', email } });
-      expect(res.body.data[1]).toMatchObject({ op: 'update', status: 200, data: { id: bob.id, age: 44 } });
+      expect(res.body.data[0]).toMatchObject({
+        op: 'create',
+        status: 201,
+        data: { name: 'Batch One', email },
+      });
+      expect(res.body.data[1]).toMatchObject({
+        op: 'update',
+        status: 200,
+        data: { id: bob.id, age: 44 },
+      });
       expect((await storedUser(t, res.body.data[0].data.id))?.name).toBe('Batch One');
     });
 
@@ -441,8 +501,12 @@ describe('users resource (/api/v1/users)', () => {
         ],
       });
       expect(res.status).toBe(422);
-      expect(res.body.error.details).toContainEqual(expect.objectContaining({ index: 1, field: 'name' }));
-      expect(res.body.error.details).toContainEqual(expect.objectContaining({ index: 1, field: 'email' }));
+      expect(res.body.error.details).toContainEqual(
+        expect.objectContaining({ index: 1, field: 'name' }),
+      );
+      expect(res.body.error.details).toContainEqual(
+        expect.objectContaining({ index: 1, field: 'email' }),
+      );
     });
 
     it('returns 404 and 403 for the first failing update', async () => {
@@ -491,9 +555,13 @@ describe('users resource (/api/v1/users)', () => {
         },
       });
       expect(res.status).toBe(200);
-      expect(res.headers.get('access-control-allow-origin')).toBe('https://studio.apollographql.com');
+      expect(res.headers.get('access-control-allow-origin')).toBe(
+        'https://studio.apollographql.com',
+      );
       expect(res.headers.get('access-control-allow-methods')).toContain('POST');
-      expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('authorization');
+      expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toContain(
+        'authorization',
+      );
       const local = await client(t.url).options('/api/v1/users', {
         headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' },
       });
@@ -512,11 +580,16 @@ describe('users resource (/api/v1/users)', () => {
     it('follows the permission rules: own for USER, any for ADMIN, 403 for others, 404 unknown', async () => {
       const own = await alice.client.get(`/api/v1/users/${alice.id}/orders`);
       expect(own.status).toBe(200);
-      expect(own.body).toMatchObject({ data: expect.any(Array), meta: { page: 1, limit: 20, total: expect.any(Number) } });
+      expect(own.body).toMatchObject({
+        data: expect.any(Array),
+        meta: { page: 1, limit: 20, total: expect.any(Number) },
+      });
       expect((await admin.get(`/api/v1/users/${alice.id}/orders`)).status).toBe(200);
       expect((await bob.client.get(`/api/v1/users/${alice.id}/orders`)).status).toBe(403);
       expect((await guest.client.get(`/api/v1/users/${guest.id}/orders`)).status).toBe(403);
-      expect((await admin.get('/api/v1/users/usr_01ARZ3NDEKTSV4RRFFQ69G5FAV/orders')).status).toBe(404);
+      expect((await admin.get('/api/v1/users/usr_01ARZ3NDEKTSV4RRFFQ69G5FAV/orders')).status).toBe(
+        404,
+      );
     });
   });
 });
@@ -527,7 +600,9 @@ describe('500 without internals', () => {
     const admin = await adminClient(t.url);
     const me = await admin.get('/api/v1/auth/me');
     await t.app.get(DataSource).destroy();
-    const res = await admin.get(`/api/v1/users/${me.body.data.id}`, { headers: { 'x-request-id': 'trace-me-123' } });
+    const res = await admin.get(`/api/v1/users/${me.body.data.id}`, {
+      headers: { 'x-request-id': 'trace-me-123' },
+    });
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('internal_error');
     expect(res.body.error.request_id).toBe('trace-me-123');

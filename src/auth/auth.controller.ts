@@ -52,7 +52,10 @@ export class AuthController {
       throw NotFound('User');
     }
     return {
-      data: { ...toRestUser(user, caller), auth: { method: caller.method, role: caller.role, key_id: caller.keyId ?? null } },
+      data: {
+        ...toRestUser(user, caller),
+        auth: { method: caller.method, role: caller.role, key_id: caller.keyId ?? null },
+      },
     };
   }
 }

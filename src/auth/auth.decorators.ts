@@ -12,14 +12,17 @@ export interface AuthRequirement {
 }
 
 /** Who may call a route; routes without it need an authenticated caller (secure by default). */
-export const Authenticated = (requirement: AuthRequirement = {}) => SetMetadata(AUTH_METADATA, requirement);
+export const Authenticated = (requirement: AuthRequirement = {}) =>
+  SetMetadata(AUTH_METADATA, requirement);
 export const Public = () => Authenticated({ public: true });
 
 /** The request's caller (undefined for anonymous callers of public routes). */
-export const CurrentCaller = createParamDecorator((_: unknown, ctx: ExecutionContext): MaybeCaller => {
-  if (ctx.getType<string>() === 'graphql') {
-    const gqlContext = ctx.getArgs()[2] as { caller?: MaybeCaller };
-    return gqlContext?.caller;
-  }
-  return ctx.switchToHttp().getRequest<{ caller?: MaybeCaller }>().caller;
-});
+export const CurrentCaller = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): MaybeCaller => {
+    if (ctx.getType<string>() === 'graphql') {
+      const gqlContext = ctx.getArgs()[2] as { caller?: MaybeCaller };
+      return gqlContext?.caller;
+    }
+    return ctx.switchToHttp().getRequest<{ caller?: MaybeCaller }>().caller;
+  },
+);

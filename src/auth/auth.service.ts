@@ -94,7 +94,12 @@ export class AuthService {
       return undefined;
     }
     this.touchKey(row.id, now);
-    return { userId: row.user_id, role: lowerRole(row.role, row.user_role), method: 'api_key', keyId: row.id };
+    return {
+      userId: row.user_id,
+      role: lowerRole(row.role, row.user_role),
+      method: 'api_key',
+      keyId: row.id,
+    };
   }
 
   private touchKey(keyId: string, now: string): void {
@@ -105,7 +110,10 @@ export class AuthService {
     this.lastUsedWritten.set(keyId, Date.now());
     this.db
       .transaction(({ manager }) =>
-        manager.query(`UPDATE api_keys SET last_used_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [now, keyId]),
+        manager.query(
+          `UPDATE api_keys SET last_used_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
+          [now, keyId],
+        ),
       )
       .catch((err: unknown) => this.logger.warn({ err }, 'could not record api key use'));
   }
@@ -114,7 +122,10 @@ export class AuthService {
    * Credentials as carried by a GraphQL WebSocket `connection_init` payload (or any non-HTTP
    * transport): `Authorization` (Basic or Bearer) or `apiKey`. `null` = presented but invalid.
    */
-  async fromCredentials(authorization?: string, apiKey?: string): Promise<Caller | undefined | null> {
+  async fromCredentials(
+    authorization?: string,
+    apiKey?: string,
+  ): Promise<Caller | undefined | null> {
     if (authorization) {
       const [scheme, value = ''] = authorization.split(' ', 2);
       if (/^bearer$/i.test(scheme ?? '')) {

@@ -38,10 +38,11 @@ export class SessionService {
     const hash = sha256(refreshToken);
     const p = (n: number) => this.db.p(n);
     const userId = await this.db.transaction(async ({ manager }) => {
-      const rows = await manager.query<{ id: string; user_id: string; expires_at: string; used_at: string | null }[]>(
-        `SELECT id, user_id, expires_at, used_at FROM refresh_tokens WHERE token_hash = ${p(1)}`,
-        [hash],
-      );
+      const rows = await manager.query<
+        { id: string; user_id: string; expires_at: string; used_at: string | null }[]
+      >(`SELECT id, user_id, expires_at, used_at FROM refresh_tokens WHERE token_hash = ${p(1)}`, [
+        hash,
+      ]);
       const row = rows[0];
       if (!row) {
         return undefined;
@@ -53,7 +54,10 @@ export class SessionService {
       if (row.expires_at <= nowIso()) {
         return undefined;
       }
-      await manager.query(`UPDATE refresh_tokens SET used_at = ${p(1)} WHERE id = ${p(2)}`, [nowIso(), row.id]);
+      await manager.query(`UPDATE refresh_tokens SET used_at = ${p(1)} WHERE id = ${p(2)}`, [
+        nowIso(),
+        row.id,
+      ]);
       return row.user_id;
     });
     const role = userId ? await this.auth.liveUserRole(userId) : undefined;

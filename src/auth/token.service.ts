@@ -1,4 +1,11 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -40,7 +47,10 @@ export class TokenService {
       return this.config.jwtPrivateKey;
     }
     const generate = () =>
-      generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+        type: 'pkcs8',
+        format: 'pem',
+      }) as string;
     const db = this.config.database;
     if (db.type === 'sqlite' && db.path === ':memory:') {
       return generate(); // an in-memory database gets an in-memory key: nothing outlives the process
@@ -98,7 +108,9 @@ export class TokenService {
     }
     let claims: AccessClaims | undefined;
     try {
-      claims = checkClaims(jwt.verify(token, this.publicKey, this.verifyOptions) as Partial<AccessClaims>);
+      claims = checkClaims(
+        jwt.verify(token, this.publicKey, this.verifyOptions) as Partial<AccessClaims>,
+      );
     } catch {
       return undefined;
     }

@@ -40,14 +40,17 @@ export class DomainError extends Error {
 export const NotFound = (what = 'Resource') => new DomainError('not_found', `${what} not found`);
 export const Forbidden = (message = 'You do not have permission for this action') =>
   new DomainError('forbidden', message);
-export const Unauthorized = (message = 'Authentication required') => new DomainError('unauthorized', message);
-export const Conflict = (message: string, details?: ErrorDetail[]) => new DomainError('conflict', message, details);
+export const Unauthorized = (message = 'Authentication required') =>
+  new DomainError('unauthorized', message);
+export const Conflict = (message: string, details?: ErrorDetail[]) =>
+  new DomainError('conflict', message, details);
 export const BadRequest = (message: string, details?: ErrorDetail[]) =>
   new DomainError('bad_request', message, details);
 export const ValidationFailed = (details: ErrorDetail[], message = 'Validation failed') =>
   new DomainError('validation_failed', message, details);
-export const PreconditionFailed = (message = 'The resource has changed (If-Match does not match)') =>
-  new DomainError('precondition_failed', message);
+export const PreconditionFailed = (
+  message = 'The resource has changed (If-Match does not match)',
+) => new DomainError('precondition_failed', message);
 
 /** HTTP status of each code. */
 export function statusOf(code: ErrorCode): number {

@@ -1,16 +1,30 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { codeOfStatus, DomainError, statusOf, WWW_AUTHENTICATE, type ErrorCode, type ErrorDetail } from './errors.js';
+import {
+  codeOfStatus,
+  DomainError,
+  statusOf,
+  WWW_AUTHENTICATE,
+  type ErrorCode,
+  type ErrorDetail,
+} from './errors.js';
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; details?: ErrorDetail[]; request_id?: string };
 }
 
 /** Fastify's own errors (body parsing, limits) by their code. */
-function fromFastify(err: { code?: string; statusCode?: number; message?: string }): DomainError | undefined {
+function fromFastify(err: {
+  code?: string;
+  statusCode?: number;
+  message?: string;
+}): DomainError | undefined {
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new DomainError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
+      return new DomainError(
+        'unsupported_media_type',
+        'Unsupported Content-Type: send application/json',
+      );
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new DomainError('payload_too_large', 'The request body exceeds 1 MiB');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -41,8 +55,12 @@ export function toDomainError(exception: unknown): DomainError | undefined {
     const message =
       typeof response === 'string'
         ? response
-        : (((response as { message?: unknown }).message as string | undefined) ?? exception.message);
-    return new DomainError(codeOfStatus(status), Array.isArray(message) ? message.join('; ') : String(message));
+        : (((response as { message?: unknown }).message as string | undefined) ??
+          exception.message);
+    return new DomainError(
+      codeOfStatus(status),
+      Array.isArray(message) ? message.join('; ') : String(message),
+    );
   }
   if (exception && typeof exception === 'object') {
     return fromFastify(exception);
@@ -76,7 +94,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     let error = toDomainError(exception);
     if (!error) {
       request.log.error({ err: exception }, 'unhandled error');
-      error = new DomainError('internal_error', 'Internal server error; quote the request id when reporting it');
+      error = new DomainError(
+        'internal_error',
+        'Internal server error; quote the request id when reporting it',
+      );
     }
     sendError(reply, error, request.id);
     return undefined;

@@ -14,7 +14,10 @@ export function isV1Header(value: string): boolean {
 }
 
 /** Unversioned `/api/<path>` with `Accept-Version: 1` is served as `/api/v1/<path>` (before routing). */
-export function rewriteUrl(req: { url?: string; headers: Record<string, string | string[] | undefined> }): string {
+export function rewriteUrl(req: {
+  url?: string;
+  headers: Record<string, string | string[] | undefined>;
+}): string {
   const url = req.url ?? '/';
   const version = req.headers['accept-version'];
   if (
@@ -39,18 +42,30 @@ function versioning(req: FastifyRequest, reply: FastifyReply): boolean {
   const version = typeof header === 'string' ? header : undefined;
   if (V1.test(url)) {
     if (version !== undefined && !isV1Header(version)) {
-      sendError(reply, new DomainError('unsupported_version', `Accept-Version "${version}" contradicts the path version v1`));
+      sendError(
+        reply,
+        new DomainError(
+          'unsupported_version',
+          `Accept-Version "${version}" contradicts the path version v1`,
+        ),
+      );
       return true;
     }
     return false;
   }
   if (OTHER_VERSION.test(url)) {
-    sendError(reply, new DomainError('unsupported_version', 'Unsupported API version: the current version is v1'));
+    sendError(
+      reply,
+      new DomainError('unsupported_version', 'Unsupported API version: the current version is v1'),
+    );
     return true;
   }
   if (version !== undefined) {
     if (!isV1Header(version)) {
-      sendError(reply, new DomainError('unsupported_version', `Unsupported Accept-Version "${version}": use 1`));
+      sendError(
+        reply,
+        new DomainError('unsupported_version', `Unsupported Accept-Version "${version}": use 1`),
+      );
       return true;
     }
     return false; // rewritten to v1 by rewriteUrl
@@ -117,7 +132,9 @@ class RouteTable {
       methods.add('HEAD');
     }
     methods.add('OPTIONS');
-    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m));
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) =>
+      methods.has(m),
+    );
   }
 }
 
@@ -139,40 +156,54 @@ export function registerHttpHooks(adapter: FastifyAdapter): void {
   );
 
   // The adapter's own request hook runs before its CORS hook, so a plain OPTIONS is answered here.
-  adapter.setOnRequestHook((req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    void reply.header('X-Request-Id', req.id);
-    if (versioning(req, reply)) {
-      return;
-    }
-    const path = req.url.split('?', 1)[0] ?? '/';
-    if (req.method === 'OPTIONS') {
-      const allowed = routes.allowed(path);
-      if (allowed.length > 0) {
-        void reply.header('Allow', allowed.join(', '));
+  adapter.setOnRequestHook(
+    (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+      void reply.header('X-Request-Id', req.id);
+      if (versioning(req, reply)) {
+        return;
       }
-      const preflight = req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
-      if (!preflight) {
-        if (allowed.length === 0) {
-          sendError(reply, new DomainError('not_found', `No route ${path}`));
-        } else {
-          void reply.code(200).header('Content-Length', '0').send();
+      const path = req.url.split('?', 1)[0] ?? '/';
+      if (req.method === 'OPTIONS') {
+        const allowed = routes.allowed(path);
+        if (allowed.length > 0) {
+          void reply.header('Allow', allowed.join(', '));
         }
+        const preflight =
+          req.headers.origin !== undefined &&
+          req.headers['access-control-request-method'] !== undefined;
+        if (!preflight) {
+          if (allowed.length === 0) {
+            sendError(reply, new DomainError('not_found', `No route ${path}`));
+          } else {
+            void reply.code(200).header('Content-Length', '0').send();
+          }
+          return;
+        }
+      } else if (req.is404) {
+        // a known path asked with a method it does not serve: 405 with Allow (RFC 9110 15.5.6)
+        const allowed = routes.allowed(path);
+        if (allowed.length > 0) {
+          void reply.header('Allow', allowed.join(', '));
+          sendError(
+            reply,
+            new DomainError('method_not_allowed', `${req.method} is not supported on ${path}`),
+          );
+          return;
+        }
+      } else if (
+        path.startsWith(API_PREFIX) &&
+        !DOCS.test(path) &&
+        !acceptsJson(req.headers.accept)
+      ) {
+        sendError(
+          reply,
+          new DomainError('not_acceptable', 'This endpoint only produces application/json'),
+        );
         return;
       }
-    } else if (req.is404) {
-      // a known path asked with a method it does not serve: 405 with Allow (RFC 9110 15.5.6)
-      const allowed = routes.allowed(path);
-      if (allowed.length > 0) {
-        void reply.header('Allow', allowed.join(', '));
-        sendError(reply, new DomainError('method_not_allowed', `${req.method} is not supported on ${path}`));
-        return;
-      }
-    } else if (path.startsWith(API_PREFIX) && !DOCS.test(path) && !acceptsJson(req.headers.accept)) {
-      sendError(reply, new DomainError('not_acceptable', 'This endpoint only produces application/json'));
-      return;
-    }
-    done();
-  });
+      done();
+    },
+  );
 
   // Graceful shutdown: responses finished after close() began tell keep-alive clients to hang up,
   // so the server can close once in-flight requests are done instead of waiting out idle sockets.
@@ -196,7 +227,10 @@ export function registerHttpHooks(adapter: FastifyAdapter): void {
       void reply.header('ETag', etag);
       void reply.header('Cache-Control', 'private, no-cache');
       const vary = reply.getHeader('vary');
-      void reply.header('Vary', `${vary ? `${String(vary)}, ` : ''}Accept, Accept-Version, Authorization, X-API-Key`);
+      void reply.header(
+        'Vary',
+        `${vary ? `${String(vary)}, ` : ''}Accept, Accept-Version, Authorization, X-API-Key`,
+      );
       if (noneMatchHits(req.headers['if-none-match'], etag)) {
         void reply.code(304);
         reply.removeHeader('Content-Type');

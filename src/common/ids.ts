@@ -22,7 +22,12 @@ export function newId(kind: IdKind): string {
 
 /** True when `id` is a well-formed id of this kind; anything else is simply "not found". */
 export function isId(kind: IdKind, id: unknown): id is string {
-  return typeof id === 'string' && id.length === 30 && id.startsWith(`${ID_PREFIXES[kind]}_`) && ULID.test(id.slice(4));
+  return (
+    typeof id === 'string' &&
+    id.length === 30 &&
+    id.startsWith(`${ID_PREFIXES[kind]}_`) &&
+    ULID.test(id.slice(4))
+  );
 }
 
 /** The kind an id belongs to, by its prefix (node(id:) dispatch). */

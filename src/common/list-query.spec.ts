@@ -10,7 +10,12 @@ const spec: ListSpec<'role'> = {
 
 describe('parseListQuery', () => {
   it('defaults to page 1, limit 20 and the default sort', () => {
-    expect(parseListQuery({}, spec)).toEqual({ page: 1, limit: 20, sort: spec.defaultSort, filters: {} });
+    expect(parseListQuery({}, spec)).toEqual({
+      page: 1,
+      limit: 20,
+      sort: spec.defaultSort,
+      filters: {},
+    });
   });
 
   it('parses sort terms with - for descending', () => {
@@ -27,7 +32,12 @@ describe('parseListQuery', () => {
     } catch (err) {
       expect(err).toBeInstanceOf(DomainError);
       expect((err as DomainError).code).toBe('bad_request');
-      expect((err as DomainError).details?.map((d) => d.field)).toEqual(['page', 'limit', 'sort', 'role']);
+      expect((err as DomainError).details?.map((d) => d.field)).toEqual([
+        'page',
+        'limit',
+        'sort',
+        'role',
+      ]);
     }
   });
 
@@ -39,17 +49,23 @@ describe('parseListQuery', () => {
 
 describe('orderBySql', () => {
   it('whitelists columns and ends with the id tie-break in the last direction', () => {
-    expect(orderBySql([{ field: 'name', desc: true }], { name: 'name' })).toBe('name DESC, id DESC');
+    expect(orderBySql([{ field: 'name', desc: true }], { name: 'name' })).toBe(
+      'name DESC, id DESC',
+    );
   });
 });
 
 describe('linkHeader', () => {
   it('builds first/prev/next/last and drops api_key', () => {
-    const link = linkHeader('https://x.test', '/api/v1/users?page=2&limit=10&api_key=secret&role=USER', {
-      page: 2,
-      limit: 10,
-      total: 35,
-    });
+    const link = linkHeader(
+      'https://x.test',
+      '/api/v1/users?page=2&limit=10&api_key=secret&role=USER',
+      {
+        page: 2,
+        limit: 10,
+        total: 35,
+      },
+    );
     expect(link).toBe(
       [
         '<https://x.test/api/v1/users?page=1&limit=10&role=USER>; rel="first"',

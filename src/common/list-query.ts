@@ -23,7 +23,12 @@ export interface ListSpec<F extends string = string> {
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
-function positiveInt(raw: unknown, name: string, max: number, details: ErrorDetail[]): number | undefined {
+function positiveInt(
+  raw: unknown,
+  name: string,
+  max: number,
+  details: ErrorDetail[],
+): number | undefined {
   if (raw === undefined) {
     return undefined;
   }
@@ -38,7 +43,10 @@ function positiveInt(raw: unknown, name: string, max: number, details: ErrorDeta
  * Parses page/limit/sort and the filters of a list endpoint. Any bad value -> 400 with `details`
  * naming each offending parameter; parameters the endpoint does not know are ignored.
  */
-export function parseListQuery<F extends string>(query: Record<string, unknown>, spec: ListSpec<F>): ListQuery<F> {
+export function parseListQuery<F extends string>(
+  query: Record<string, unknown>,
+  spec: ListSpec<F>,
+): ListQuery<F> {
   const details: ErrorDetail[] = [];
   const page = positiveInt(query.page, 'page', 1_000_000_000, details) ?? 1;
   const limit = positiveInt(query.limit, 'limit', MAX_LIMIT, details) ?? DEFAULT_LIMIT;

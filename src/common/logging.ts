@@ -19,24 +19,27 @@ export function redactUrl(url: string | undefined): string | undefined {
  * (docs/performance.md). Fastify's own request logger does the same job for a few µs.
  */
 export function createRootLogger(config: AppConfig): Logger {
-  return pino({
-    level: config.logLevel,
-    base: { pid: process.pid },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: [
-        'req.headers.authorization',
-        'req.headers["x-api-key"]',
-        'req.headers.cookie',
-        '*.password',
-        '*.access_token',
-        '*.refresh_token',
-      ],
-      censor: '[redacted]',
+  return pino(
+    {
+      level: config.logLevel,
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers["x-api-key"]',
+          'req.headers.cookie',
+          '*.password',
+          '*.access_token',
+          '*.refresh_token',
+        ],
+        censor: '[redacted]',
+      },
+      serializers: { err: pino.stdSerializers.err },
+      // buffered, asynchronous writes: a synchronous write per line cost ~50 µs per request
     },
-    serializers: { err: pino.stdSerializers.err },
-    // buffered, asynchronous writes: a synchronous write per line cost ~50 µs per request
-  }, pino.destination({ dest: 1, sync: false }));
+    pino.destination({ dest: 1, sync: false }),
+  );
 }
 
 const PEER = Symbol('peer');
@@ -49,7 +52,11 @@ export class RequestLogController extends LogController {
     (request as FastifyRequest & { [PEER]?: string })[PEER] = request.ip;
   }
 
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
     if (request.url.startsWith('/health/')) {
       return;
     }
@@ -79,19 +86,27 @@ export class RequestLogController extends LogController {
 export class PinoLoggerService implements LoggerService {
   constructor(private readonly root: Logger) {}
 
-  private write(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', message: unknown, params: unknown[]) {
+  private write(
+    level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace',
+    message: unknown,
+    params: unknown[],
+  ) {
     const logger = this.root;
     if (!this.root.isLevelEnabled(level)) {
       return;
     }
     // Nest passes the context (class name) last; an error's stack may precede it
-    const context = params.length > 0 && typeof params[params.length - 1] === 'string' ? params.pop() : undefined;
+    const context =
+      params.length > 0 && typeof params[params.length - 1] === 'string' ? params.pop() : undefined;
     const fields: Record<string, unknown> = context ? { context } : {};
     if (message instanceof Error) {
       logger[level]({ ...fields, err: message }, message.message);
     } else if (message !== null && typeof message === 'object') {
       // `logger.warn({ err }, 'text')`: pino's object-first form
-      logger[level]({ ...fields, ...(message) }, typeof params[0] === 'string' ? params[0] : undefined);
+      logger[level](
+        { ...fields, ...message },
+        typeof params[0] === 'string' ? params[0] : undefined,
+      );
     } else {
       if (level === 'error' && typeof params[0] === 'string' && params[0].includes('\n    at ')) {
         fields.stack = params[0];

@@ -22,7 +22,10 @@ export function toDetails(errors: ValidationError[], parent = ''): ErrorDetail[]
 }
 
 /** Validates a plain value against a DTO class; throws 422 `validation_failed` with details. */
-export async function validateInput<T extends object>(cls: new () => T, value: unknown): Promise<T> {
+export async function validateInput<T extends object>(
+  cls: new () => T,
+  value: unknown,
+): Promise<T> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw BadRequest('The body must be a JSON object');
   }

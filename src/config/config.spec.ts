@@ -19,11 +19,21 @@ describe('loadConfig', () => {
 
   it('parses PostgreSQL URLs and an optional schema', () => {
     const c = loadConfig({ DATABASE_URL: 'postgres://u@h:5432/db?schema=atrium_x' });
-    expect(c.database).toEqual({ type: 'postgres', url: 'postgres://u@h:5432/db', schema: 'atrium_x' });
+    expect(c.database).toEqual({
+      type: 'postgres',
+      url: 'postgres://u@h:5432/db',
+      schema: 'atrium_x',
+    });
   });
 
   it('treats empty values as unset', () => {
-    const c = loadConfig({ PORT: '', REDIS_URL: '', ADMIN_EMAIL: '', ADMIN_PASSWORD: '', JWT_PRIVATE_KEY: '' });
+    const c = loadConfig({
+      PORT: '',
+      REDIS_URL: '',
+      ADMIN_EMAIL: '',
+      ADMIN_PASSWORD: '',
+      JWT_PRIVATE_KEY: '',
+    });
     expect(c.port).toBe(3000);
     expect(c.redisUrl).toBeUndefined();
     expect(c.adminEmail).toBeUndefined();

@@ -51,7 +51,13 @@ export class ConfigError extends Error {
 const APOLLO_STUDIO_ORIGIN = 'https://studio.apollographql.com';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+function int(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') {
     return fallback;
@@ -105,7 +111,10 @@ function parseDatabase(raw: string): DatabaseConfig {
   // `?schema=` selects a PostgreSQL schema (used by the tests to isolate suites).
   const schema = parsed.searchParams.get('schema') ?? undefined;
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
-    throw new ConfigError('DATABASE_URL', `schema must be a lower-case identifier, got "${schema}"`);
+    throw new ConfigError(
+      'DATABASE_URL',
+      `schema must be a lower-case identifier, got "${schema}"`,
+    );
   }
   parsed.searchParams.delete('schema');
   return { type: 'postgres', url: parsed.toString(), schema };
@@ -115,7 +124,10 @@ function parseDatabase(raw: string): DatabaseConfig {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const nodeEnvRaw = env.NODE_ENV ?? 'development';
   if (!['development', 'production', 'test'].includes(nodeEnvRaw)) {
-    throw new ConfigError('NODE_ENV', `must be development, production or test, got "${nodeEnvRaw}"`);
+    throw new ConfigError(
+      'NODE_ENV',
+      `must be development, production or test, got "${nodeEnvRaw}"`,
+    );
   }
   const nodeEnv = nodeEnvRaw as AppConfig['nodeEnv'];
   const port = int(env, 'PORT', 3000, 0, 65535);
@@ -131,7 +143,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const adminEmail = env.ADMIN_EMAIL || undefined;
   const adminPassword = env.ADMIN_PASSWORD || undefined;
   if ((adminEmail === undefined) !== (adminPassword === undefined)) {
-    throw new ConfigError(adminEmail ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL', 'must be set together with the other');
+    throw new ConfigError(
+      adminEmail ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL',
+      'must be set together with the other',
+    );
   }
   if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(adminEmail)) {
     throw new ConfigError('ADMIN_EMAIL', `must be an email address, got "${adminEmail}"`);
@@ -151,13 +166,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     .filter((o) => o !== '');
   for (const origin of corsOrigins) {
     if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
-      throw new ConfigError('CORS_ORIGINS', `has an invalid origin "${origin}" (scheme://host[:port])`);
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `has an invalid origin "${origin}" (scheme://host[:port])`,
+      );
     }
   }
 
   const logLevel = (env.LOG_LEVEL ?? 'info') as AppConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
-    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+    throw new ConfigError(
+      'LOG_LEVEL',
+      `must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`,
+    );
   }
 
   return {

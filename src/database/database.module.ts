@@ -25,7 +25,12 @@ async function ensureSchema(config: AppConfig): Promise<void> {
       inject: [APP_CONFIG],
       useFactory: async (config: AppConfig) => {
         await ensureSchema(config);
-        return { ...dataSourceOptions(config.database), autoLoadEntities: true, retryAttempts: 2, retryDelay: 500 };
+        return {
+          ...dataSourceOptions(config.database),
+          autoLoadEntities: true,
+          retryAttempts: 2,
+          retryDelay: 500,
+        };
       },
     }),
   ],

@@ -55,7 +55,10 @@ export class DatabaseService {
        LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
       params,
     );
-    return { rows, meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) } };
+    return {
+      rows,
+      meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) },
+    };
   }
 
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {

@@ -75,7 +75,10 @@ export class GraphqlContextFactory {
       // failed checks count against the address's auth bucket, as on REST (docs/rate-limits.md)
       const blocked = await this.limits.credentialChecksBlocked(req.ip);
       if (blocked) {
-        throw graphqlRateLimited(TOO_MANY_FAILURES, blocked.resetMs, { limit: this.limits.authRateLimit, hit: blocked });
+        throw graphqlRateLimited(TOO_MANY_FAILURES, blocked.resetMs, {
+          limit: this.limits.authRateLimit,
+          hit: blocked,
+        });
       }
       const found = await this.auth.fromCredentials(authorization, apiKey);
       if (found === null || found === undefined) {

@@ -27,7 +27,10 @@ import { WebSocketServer } from 'ws';
 import { originAllowed } from '../app.factory.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { CLOSE_TOO_MANY_CONNECTIONS, SocketLimitsService } from '../rate-limit/socket-limits.service.js';
+import {
+  CLOSE_TOO_MANY_CONNECTIONS,
+  SocketLimitsService,
+} from '../rate-limit/socket-limits.service.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { depthLimitRule } from './depth-limit.rule.js';
@@ -98,7 +101,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           return true;
         },
         onClose: (ctx) => this.limits.releaseConnection(ctx),
-        onSubscribe: async (ctx, _id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
+        onSubscribe: async (
+          ctx,
+          _id,
+          payload,
+        ): Promise<ExecutionArgs | readonly GraphQLError[]> => {
           const caller = ctx.extra.caller;
           if (!this.limits.operationAllowed(ctx)) {
             return [this.limits.tooManyOperationsError()];

@@ -48,7 +48,9 @@ export class HealthController {
   }
 
   private readinessChecks(): HealthIndicatorFunction[] {
-    const checks: HealthIndicatorFunction[] = [() => this.db.pingCheck('database', { timeout: 1_000 })];
+    const checks: HealthIndicatorFunction[] = [
+      () => this.db.pingCheck('database', { timeout: 1_000 }),
+    ];
     if (this.redisConnections.enabled) {
       checks.push(() => this.pingRedis());
     }
@@ -58,7 +60,10 @@ export class HealthController {
   private async pingRedis() {
     const indicator = this.indicators.check('redis');
     // queue the ping while (re)connecting, but never wait more than half a second
-    this.redis ??= this.redisConnections.create('health', { commandTimeout: 500, enableOfflineQueue: true });
+    this.redis ??= this.redisConnections.create('health', {
+      commandTimeout: 500,
+      enableOfflineQueue: true,
+    });
     try {
       await this.redis.ping();
       return indicator.up();

@@ -62,7 +62,12 @@ export class MessagesService {
       where += ` AND seq > ${this.db.p(2)}`;
     }
     const { rows, meta } = await this.db.page<MessageRow>(
-      { columns: MESSAGE_COLUMNS, from: 'messages', where, orderBy: orderBySql(query.sort, SORT_COLUMNS) },
+      {
+        columns: MESSAGE_COLUMNS,
+        from: 'messages',
+        where,
+        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+      },
       params,
       query,
     );

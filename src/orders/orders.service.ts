@@ -74,7 +74,12 @@ export class OrdersService {
       where += ` AND status = ${this.db.p(2)}`;
     }
     const { rows, meta } = await this.db.page<OrderRow>(
-      { columns: ORDER_COLUMNS, from: 'orders', where, orderBy: orderBySql(query.sort, SORT_COLUMNS) },
+      {
+        columns: ORDER_COLUMNS,
+        from: 'orders',
+        where,
+        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+      },
       params,
       query,
     );

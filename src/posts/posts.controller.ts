@@ -1,4 +1,18 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Put,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
@@ -14,7 +28,9 @@ import { PostsService, type PostPrecondition } from './posts.service.js';
 
 /** `If-Match` as a precondition on the stored post, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined): PostPrecondition | undefined {
-  return header ? (post: PostValue) => ifMatchHits(header, resourceEtag(toRestPost(post))) : undefined;
+  return header
+    ? (post: PostValue) => ifMatchHits(header, resourceEtag(toRestPost(post)))
+    : undefined;
 }
 
 /** REST side of the posts resource: the same list, ETag, error and permission rules as users. */
@@ -66,7 +82,9 @@ export class PostsController {
     @Body() input: ReplacePostInput,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))) };
+    return {
+      data: toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))),
+    };
   }
 
   @Patch(':id')

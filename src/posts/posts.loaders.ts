@@ -5,5 +5,7 @@ import type { PostsService } from './posts.service.js';
 
 /** Live posts by id, batched per request. */
 export function postLoader(ctx: GqlContext, posts: PostsService) {
-  return ctx.loaders.get<string, Post | undefined>('postById', async (ids) => byId(ids, await posts.findByIds(ids)));
+  return ctx.loaders.get<string, Post | undefined>('postById', async (ids) =>
+    byId(ids, await posts.findByIds(ids)),
+  );
 }

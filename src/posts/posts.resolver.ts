@@ -1,4 +1,14 @@
-import { Args, Context, ID, Int, Mutation, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  Context,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
@@ -29,16 +39,25 @@ export class PostsResolver {
 
   @Query(() => [PostModel], {
     name: 'posts',
-    description: 'Posts, oldest first: a plain list of at most 100. `after` is the id of the last post seen.',
+    description:
+      'Posts, oldest first: a plain list of at most 100. `after` is the id of the last post seen.',
   })
   feed(
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, defaultValue: 20 }) first: number,
     @Args('after', { type: () => String, nullable: true }) after?: string | null,
-    @Args('since', { type: () => DateTimeScalar, nullable: true, description: 'Only posts created at or after.' })
+    @Args('since', {
+      type: () => DateTimeScalar,
+      nullable: true,
+      description: 'Only posts created at or after.',
+    })
     since?: string | null,
   ): Promise<Post[]> {
-    return this.posts.feed(ctx.caller, { first, after: after ?? undefined, since: since ?? undefined });
+    return this.posts.feed(ctx.caller, {
+      first,
+      after: after ?? undefined,
+      since: since ?? undefined,
+    });
   }
 
   @ResolveField('author', () => UserModel, {
@@ -49,13 +68,22 @@ export class PostsResolver {
     return (await userLoader(ctx, this.users).load(post.authorId)) ?? null;
   }
 
-  @ResolveField('content', () => String, { deprecationReason: 'Use `body`.', description: 'The body (old name).' })
+  @ResolveField('content', () => String, {
+    deprecationReason: 'Use `body`.',
+    description: 'The body (old name).',
+  })
   content(@Parent() post: Post): string {
     return post.body;
   }
 
-  @Mutation(() => PostModel, { nullable: true, description: 'A post by the caller (USER or ADMIN).' })
-  async createPost(@Context() ctx: GqlContext, @Args('input') input: CreatePostInput): Promise<Post> {
+  @Mutation(() => PostModel, {
+    nullable: true,
+    description: 'A post by the caller (USER or ADMIN).',
+  })
+  async createPost(
+    @Context() ctx: GqlContext,
+    @Args('input') input: CreatePostInput,
+  ): Promise<Post> {
     return this.posts.create(ctx.caller, input);
   }
 
@@ -70,9 +98,13 @@ export class PostsResolver {
 
   @Mutation(() => PostModel, {
     nullable: true,
-    description: 'Soft delete. Returns the deleted post; null when it was already deleted (idempotent).',
+    description:
+      'Soft delete. Returns the deleted post; null when it was already deleted (idempotent).',
   })
-  async deletePost(@Context() ctx: GqlContext, @Args('id', { type: () => ID }) id: string): Promise<Post | null> {
+  async deletePost(
+    @Context() ctx: GqlContext,
+    @Args('id', { type: () => ID }) id: string,
+  ): Promise<Post | null> {
     return (await this.posts.remove(ctx.caller, id)) ?? null;
   }
 }

@@ -2,9 +2,21 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { BadRequest, Forbidden, NotFound, PreconditionFailed, Unauthorized } from '../common/errors.js';
+import {
+  BadRequest,
+  Forbidden,
+  NotFound,
+  PreconditionFailed,
+  Unauthorized,
+} from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { MAX_LIMIT, orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import {
+  MAX_LIMIT,
+  orderBySql,
+  parseListQuery,
+  type ListSpec,
+  type Page,
+} from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { likePattern } from '../users/users.service.js';
@@ -61,13 +73,20 @@ export class PostsService {
     const author = rawQuery.author_id;
     if (author !== undefined) {
       if (typeof author !== 'string' || !isId('user', author)) {
-        throw BadRequest('Invalid query parameters', [{ field: 'author_id', message: 'author_id must be a user id' }]);
+        throw BadRequest('Invalid query parameters', [
+          { field: 'author_id', message: 'author_id must be a user id' },
+        ]);
       }
       params.push(author);
       where.push(`author_id = ${this.db.p(params.length)}`);
     }
     const { rows, meta } = await this.db.page<PostRow>(
-      { columns: POST_COLUMNS, from: 'posts', where: where.join(' AND '), orderBy: orderBySql(query.sort, SORT_COLUMNS) },
+      {
+        columns: POST_COLUMNS,
+        from: 'posts',
+        where: where.join(' AND '),
+        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+      },
       params,
       query,
     );
@@ -78,7 +97,10 @@ export class PostsService {
    * GraphQL `posts(first, after, since)`: a plain list, oldest first, capped at 100; `after` is the
    * id of the last post already seen, `since` an RFC 3339 lower bound on created_at.
    */
-  async feed(caller: MaybeCaller, opts: { first: number; after?: string; since?: string }): Promise<Post[]> {
+  async feed(
+    caller: MaybeCaller,
+    opts: { first: number; after?: string; since?: string },
+  ): Promise<Post[]> {
     requireRead(caller);
     if (!Number.isInteger(opts.first) || opts.first < 0 || opts.first > MAX_LIMIT) {
       throw BadRequest('Invalid paging arguments', [
@@ -89,7 +111,9 @@ export class PostsService {
     const params: unknown[] = [];
     if (opts.after !== undefined) {
       if (!isId('post', opts.after)) {
-        throw BadRequest('Invalid paging arguments', [{ field: 'after', message: 'after must be a post id' }]);
+        throw BadRequest('Invalid paging arguments', [
+          { field: 'after', message: 'after must be a post id' },
+        ]);
       }
       params.push(opts.after);
       const ref = this.db.p(params.length);
@@ -110,7 +134,11 @@ export class PostsService {
    * The same keyset page of posts for many authors in ONE statement (User.posts batched by
    * DataLoader): rows per author in scan order, at most window.size + 1 each.
    */
-  async pageByAuthors(caller: MaybeCaller, authorIds: readonly string[], window: PageWindow): Promise<Post[]> {
+  async pageByAuthors(
+    caller: MaybeCaller,
+    authorIds: readonly string[],
+    window: PageWindow,
+  ): Promise<Post[]> {
     requireRead(caller);
     if (authorIds.length === 0) {
       return [];
@@ -131,7 +159,10 @@ export class PostsService {
   }
 
   /** Live posts per author, one GROUP BY statement. */
-  async countByAuthors(caller: MaybeCaller, authorIds: readonly string[]): Promise<Map<string, number>> {
+  async countByAuthors(
+    caller: MaybeCaller,
+    authorIds: readonly string[],
+  ): Promise<Map<string, number>> {
     requireRead(caller);
     const counts = new Map<string, number>();
     if (authorIds.length === 0) {
@@ -207,7 +238,12 @@ export class PostsService {
   }
 
   /** PUT: title and body replaced. */
-  replace(caller: MaybeCaller, id: string, input: ReplacePostInput, precondition?: PostPrecondition): Promise<Post> {
+  replace(
+    caller: MaybeCaller,
+    id: string,
+    input: ReplacePostInput,
+    precondition?: PostPrecondition,
+  ): Promise<Post> {
     return this.update(caller, id, { title: input.title, body: input.body }, precondition);
   }
 
@@ -244,7 +280,11 @@ export class PostsService {
   }
 
   /** Soft delete; deleting an already deleted post succeeds again (undefined). */
-  async remove(caller: MaybeCaller, id: string, precondition?: PostPrecondition): Promise<Post | undefined> {
+  async remove(
+    caller: MaybeCaller,
+    id: string,
+    precondition?: PostPrecondition,
+  ): Promise<Post | undefined> {
     requireRead(caller);
     return this.db.transaction(async ({ manager }) => {
       const row = await this.lockedRow(manager, id);
@@ -258,13 +298,19 @@ export class PostsService {
       if (precondition && !precondition(row.post)) {
         throw PreconditionFailed();
       }
-      await manager.query(`UPDATE posts SET deleted_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [nowIso(), id]);
+      await manager.query(
+        `UPDATE posts SET deleted_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
+        [nowIso(), id],
+      );
       return row.post;
     });
   }
 
   /** The row (deleted or not), locked for the transaction on PostgreSQL (SQLite writes are serialized). */
-  private async lockedRow(manager: EntityManager, id: string): Promise<{ post: Post; deleted: boolean } | undefined> {
+  private async lockedRow(
+    manager: EntityManager,
+    id: string,
+  ): Promise<{ post: Post; deleted: boolean } | undefined> {
     if (!isId('post', id)) {
       return undefined;
     }

@@ -30,12 +30,15 @@ export class UserPostsResolver {
   async posts(
     @Parent() user: User,
     @Context() ctx: GqlContext,
-    @Args('first', { type: () => Int, nullable: true, description: 'Default 20, at most 100.' }) first?: number | null,
+    @Args('first', { type: () => Int, nullable: true, description: 'Default 20, at most 100.' })
+    first?: number | null,
     @Args('after', { type: () => String, nullable: true }) after?: string | null,
   ): Promise<ConnectionValue<Post>> {
     const window = pageWindow({ first, after }, ORDER_KEY);
-    const pages = ctx.loaders.get<string, Post[]>(`postsByAuthor:${window.size}:${after ?? ''}`, async (ids) =>
-      groupBy(ids, await this.service.pageByAuthors(ctx.caller, ids, window), (p) => p.authorId),
+    const pages = ctx.loaders.get<string, Post[]>(
+      `postsByAuthor:${window.size}:${after ?? ''}`,
+      async (ids) =>
+        groupBy(ids, await this.service.pageByAuthors(ctx.caller, ids, window), (p) => p.authorId),
     );
     const rows = await pages.load(user.id);
     return connectionFromRows(rows, window, cursorOf, {
@@ -53,9 +56,12 @@ export class UserPostsResolver {
 
   private earlierLoader(ctx: GqlContext, window: PageWindow) {
     const position = window.after!;
-    return ctx.loaders.get<string, boolean>(`postsUpTo:${String(position[0])}:${position[1]}`, async (ids) => {
-      const found = await this.service.authorsWithPostsUpTo(ctx.caller, ids, position);
-      return ids.map((id) => found.has(id));
-    });
+    return ctx.loaders.get<string, boolean>(
+      `postsUpTo:${String(position[0])}:${position[1]}`,
+      async (ids) => {
+        const found = await this.service.authorsWithPostsUpTo(ctx.caller, ids, position);
+        return ids.map((id) => found.has(id));
+      },
+    );
   }
 }

@@ -1,4 +1,9 @@
-import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestContext, type GraphQLRequestListener } from '@apollo/server';
+import {
+  HeaderMap,
+  type ApolloServerPlugin,
+  type GraphQLRequestContext,
+  type GraphQLRequestListener,
+} from '@apollo/server';
 import { Plugin } from '@nestjs/apollo';
 import { Inject } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
@@ -33,12 +38,22 @@ type Ctx = GraphQLRequestContext<LimitedContext>;
  * HTTP 429, `extensions.code` RATE_LIMITED, Retry-After (and the bucket's RateLimit-* headers when
  * given). For the GraphQL context factory too (failed credential checks over /graphql).
  */
-export function graphqlRateLimited(message: string, resetMs: number, bucket?: { limit: number; hit: HitResult }): GraphQLError {
+export function graphqlRateLimited(
+  message: string,
+  resetMs: number,
+  bucket?: { limit: number; hit: HitResult },
+): GraphQLError {
   const headers = new HeaderMap([['retry-after', String(secondsUntil(resetMs))]]);
   if (bucket) {
-    writeRateLimitHeaders((name, value) => headers.set(name.toLowerCase(), value), bucket.limit, bucket.hit);
+    writeRateLimitHeaders(
+      (name, value) => headers.set(name.toLowerCase(), value),
+      bucket.limit,
+      bucket.hit,
+    );
   }
-  return new GraphQLError(message, { extensions: { code: 'RATE_LIMITED', http: { status: 429, headers } } });
+  return new GraphQLError(message, {
+    extensions: { code: 'RATE_LIMITED', http: { status: 429, headers } },
+  });
 }
 
 /**
@@ -65,9 +80,19 @@ export class GraphqlRateLimitPlugin implements ApolloServerPlugin<LimitedContext
     }
     const tracker = this.limits.trackerOf(start.contextValue.caller, start.contextValue.req?.ip);
     // counted as soon as the request arrives, so malformed queries count too
-    const request = await this.limits.hit(BUCKET_REQUESTS, tracker, 1, this.config.rateLimit, this.config.rateLimitWindowS);
+    const request = await this.limits.hit(
+      BUCKET_REQUESTS,
+      tracker,
+      1,
+      this.config.rateLimit,
+      this.config.rateLimitWindowS,
+    );
     if (request) {
-      writeRateLimitHeaders((name, value) => start.response.http.headers.set(name.toLowerCase(), value), this.config.rateLimit, request);
+      writeRateLimitHeaders(
+        (name, value) => start.response.http.headers.set(name.toLowerCase(), value),
+        this.config.rateLimit,
+        request,
+      );
     }
     return {
       didResolveOperation: async (rc: Ctx) => {

@@ -20,7 +20,13 @@ import {
   THROTTLER_TTL,
 } from '@nestjs/throttler/dist/throttler.constants.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { rateLimitedError, RateLimitService, replySink, secondsUntil, writeRateLimitHeaders } from './rate-limit.service.js';
+import {
+  rateLimitedError,
+  RateLimitService,
+  replySink,
+  secondsUntil,
+  writeRateLimitHeaders,
+} from './rate-limit.service.js';
 import type { HitResult } from './rate-limit.store.js';
 import { isFailOpen } from './throttler-storage.adapter.js';
 
@@ -87,7 +93,15 @@ export class RateLimitGuard extends ThrottlerGuard {
         continue;
       }
       const { throttler, limit, ttl, getTracker, generateKey } = p;
-      await this.handleRequest({ context, throttler, limit, ttl, blockDuration: ttl, getTracker, generateKey });
+      await this.handleRequest({
+        context,
+        throttler,
+        limit,
+        ttl,
+        blockDuration: ttl,
+        getTracker,
+        generateKey,
+      });
     }
     return true;
   }
@@ -97,10 +111,15 @@ export class RateLimitGuard extends ThrottlerGuard {
     const plan: RoutePlan[] = [];
     for (const throttler of this.throttlers) {
       const name = throttler.name ?? 'default';
-      const get = <T>(key: string): T | undefined => this.reflector.getAllAndOverride<T | undefined>(key + name, targets);
+      const get = <T>(key: string): T | undefined =>
+        this.reflector.getAllAndOverride<T | undefined>(key + name, targets);
       const limit = get<ThrottlerOptions['limit']>(THROTTLER_LIMIT) ?? throttler.limit;
       const ttl = get<ThrottlerOptions['ttl']>(THROTTLER_TTL) ?? throttler.ttl;
-      if (typeof limit !== 'number' || typeof ttl !== 'number' || get(THROTTLER_BLOCK_DURATION) !== undefined) {
+      if (
+        typeof limit !== 'number' ||
+        typeof ttl !== 'number' ||
+        get(THROTTLER_BLOCK_DURATION) !== undefined
+      ) {
         return null;
       }
       plan.push({
@@ -109,9 +128,14 @@ export class RateLimitGuard extends ThrottlerGuard {
         skipIf: throttler.skipIf ?? this.commonOptions.skipIf,
         limit,
         ttl,
-        getTracker: get<ThrottlerGetTrackerFunction>(THROTTLER_TRACKER) ?? throttler.getTracker ?? this.commonOptions.getTracker!,
+        getTracker:
+          get<ThrottlerGetTrackerFunction>(THROTTLER_TRACKER) ??
+          throttler.getTracker ??
+          this.commonOptions.getTracker!,
         generateKey:
-          get<ThrottlerGenerateKeyFunction>(THROTTLER_KEY_GENERATOR) ?? throttler.generateKey ?? this.commonOptions.generateKey!,
+          get<ThrottlerGenerateKeyFunction>(THROTTLER_KEY_GENERATOR) ??
+          throttler.generateKey ??
+          this.commonOptions.generateKey!,
       });
     }
     return plan;
@@ -126,7 +150,10 @@ export class RateLimitGuard extends ThrottlerGuard {
 
   protected override async handleRequest(request: ThrottlerRequest): Promise<boolean> {
     const { context, limit, ttl, throttler, getTracker, generateKey } = request;
-    const { req, res } = this.getRequestResponse(context) as { req: FastifyRequest; res: FastifyReply };
+    const { req, res } = this.getRequestResponse(context) as {
+      req: FastifyRequest;
+      res: FastifyReply;
+    };
     const name = throttler.name ?? 'default';
     const tracker = await getTracker(req, context);
     const key = generateKey(context, tracker, name);
@@ -148,7 +175,11 @@ export class RateLimitGuard extends ThrottlerGuard {
       return true;
     }
     const count = Math.min(record.totalHits, limit);
-    return this.answer(res, limit, { count, resetMs: record.timeToExpire * 1000, allowed: !record.isBlocked });
+    return this.answer(res, limit, {
+      count,
+      resetMs: record.timeToExpire * 1000,
+      allowed: !record.isBlocked,
+    });
   }
 
   /** RateLimit-* headers; 429 with Retry-After when the hit was refused. */

@@ -7,7 +7,12 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { RedisConnections } from '../redis/redis.module.js';
 import { GraphqlRateLimitPlugin } from './graphql-rate-limit.plugin.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
-import { BUCKET_AUTH, BUCKET_REQUESTS, CREDENTIAL_ROUTES, RateLimitService } from './rate-limit.service.js';
+import {
+  BUCKET_AUTH,
+  BUCKET_REQUESTS,
+  CREDENTIAL_ROUTES,
+  RateLimitService,
+} from './rate-limit.service.js';
 import { createRateLimitStore, RateLimitStore } from './rate-limit.store.js';
 import { SocketLimitsService } from './socket-limits.service.js';
 import { RateLimitThrottlerStorage } from './throttler-storage.adapter.js';
@@ -43,7 +48,8 @@ export class RateLimitCoreModule {}
       inject: [APP_CONFIG, RateLimitService],
       useFactory: (config: AppConfig, limits: RateLimitService) => ({
         storage: new RateLimitThrottlerStorage(limits.store),
-        generateKey: (_context: ExecutionContext, tracker: string, name: string) => limits.key(name, tracker),
+        generateKey: (_context: ExecutionContext, tracker: string, name: string) =>
+          limits.key(name, tracker),
         throttlers: [
           {
             // requests per identity, on every REST route but the credential endpoints

@@ -12,7 +12,11 @@ export const BUCKET_AUTH = 'auth';
 export const BUCKET_GRAPHQL_COST = 'cost';
 
 /** Routes whose every request counts against the per-IP auth bucket (and only that bucket). */
-export const CREDENTIAL_ROUTES = new Set(['/api/v1/auth/token', '/api/v1/auth/refresh', '/api/v1/auth/register']);
+export const CREDENTIAL_ROUTES = new Set([
+  '/api/v1/auth/token',
+  '/api/v1/auth/refresh',
+  '/api/v1/auth/register',
+]);
 
 export const TOO_MANY_FAILURES = 'Too many failed credential checks from this address';
 
@@ -74,7 +78,14 @@ export class RateLimitService {
     return caller ? identityOf(caller) : this.ipTracker(ip);
   }
 
-  hit(bucket: string, tracker: string, amount: number, limit: number, windowS: number, gate?: Gate): Promise<HitResult | undefined> {
+  hit(
+    bucket: string,
+    tracker: string,
+    amount: number,
+    limit: number,
+    windowS: number,
+    gate?: Gate,
+  ): Promise<HitResult | undefined> {
     return this.store.hit(this.key(bucket, tracker), amount, limit, windowS * 1000, gate);
   }
 
@@ -101,7 +112,13 @@ export class RateLimitService {
       return undefined;
     }
     const limit = this.config.authRateLimit;
-    const hit = await this.hit(BUCKET_AUTH, this.ipTracker(ip), 0, limit, this.config.authRateLimitWindowS);
+    const hit = await this.hit(
+      BUCKET_AUTH,
+      this.ipTracker(ip),
+      0,
+      limit,
+      this.config.authRateLimitWindowS,
+    );
     return hit && hit.count >= limit ? hit : undefined;
   }
 
@@ -134,7 +151,13 @@ export class RateLimitService {
       return;
     }
     const limit = this.config.authRateLimit;
-    const hit = await this.hit(BUCKET_AUTH, this.ipTracker(req.ip), 1, Number.MAX_SAFE_INTEGER, this.config.authRateLimitWindowS);
+    const hit = await this.hit(
+      BUCKET_AUTH,
+      this.ipTracker(req.ip),
+      1,
+      Number.MAX_SAFE_INTEGER,
+      this.config.authRateLimitWindowS,
+    );
     if (hit && hit.count > limit) {
       throw this.refuseGated(reply, hit);
     }
@@ -151,7 +174,14 @@ export class RateLimitService {
     }
     const limit = this.config.rateLimit;
     const gate = req.caller ? this.authGate(req.ip) : undefined;
-    const hit = await this.hit(BUCKET_REQUESTS, this.trackerOf(req.caller, req.ip), 1, limit, this.config.rateLimitWindowS, gate);
+    const hit = await this.hit(
+      BUCKET_REQUESTS,
+      this.trackerOf(req.caller, req.ip),
+      1,
+      limit,
+      this.config.rateLimitWindowS,
+      gate,
+    );
     if (hit?.gated) {
       throw this.refuseGated(reply, hit);
     }
@@ -170,6 +200,12 @@ export class RateLimitService {
     if (!this.enabled) {
       return;
     }
-    await this.hit(BUCKET_AUTH, this.ipTracker(ip), 1, Number.MAX_SAFE_INTEGER, this.config.authRateLimitWindowS);
+    await this.hit(
+      BUCKET_AUTH,
+      this.ipTracker(ip),
+      1,
+      Number.MAX_SAFE_INTEGER,
+      this.config.authRateLimitWindowS,
+    );
   }
 }

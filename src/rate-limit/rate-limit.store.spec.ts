@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryRateLimitStore, RedisRateLimitStore, type RateLimitStore } from './rate-limit.store.js';
+import {
+  MemoryRateLimitStore,
+  RedisRateLimitStore,
+  type RateLimitStore,
+} from './rate-limit.store.js';
 
 const redisUrl = process.env.REDIS_URL;
 const clients: Redis[] = [];
@@ -13,7 +17,11 @@ if (redisUrl) {
   stores.push([
     'Redis',
     async () => {
-      const client = new Redis(redisUrl, { maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 100 });
+      const client = new Redis(redisUrl, {
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        commandTimeout: 100,
+      });
       clients.push(client);
       const store = new RedisRateLimitStore(client);
       await store.onModuleInit();
@@ -53,7 +61,10 @@ describe.each(stores)('%s rate-limit store', (_name, make) => {
   it('counts nothing while the gate is used up, and reports the gate', async () => {
     const store = await make();
     const [k, g] = [key(), key()];
-    expect(await store.hit(k, 1, 10, 10_000, { key: g, limit: 2 })).toMatchObject({ count: 1, allowed: true });
+    expect(await store.hit(k, 1, 10, 10_000, { key: g, limit: 2 })).toMatchObject({
+      count: 1,
+      allowed: true,
+    });
     await store.hit(g, 2, 100, 5_000);
     const gated = await store.hit(k, 1, 10, 10_000, { key: g, limit: 2 });
     expect(gated).toMatchObject({ count: 2, allowed: false, gated: true });
@@ -64,7 +75,9 @@ describe.each(stores)('%s rate-limit store', (_name, make) => {
   it('stays exact under concurrent hits', async () => {
     const store = await make();
     const k = key();
-    const results = await Promise.all(Array.from({ length: 50 }, () => store.hit(k, 1, 20, 10_000)));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => store.hit(k, 1, 20, 10_000)),
+    );
     expect(results.filter((r) => r?.allowed)).toHaveLength(20);
     expect(await store.hit(k, 0, 20, 10_000)).toMatchObject({ count: 20 });
   });

@@ -26,7 +26,13 @@ export interface Gate {
  * `undefined` means "unknown": the shared store is unavailable and the caller fails open.
  */
 export abstract class RateLimitStore {
-  abstract hit(key: string, amount: number, limit: number, windowMs: number, gate?: Gate): Promise<HitResult | undefined>;
+  abstract hit(
+    key: string,
+    amount: number,
+    limit: number,
+    windowMs: number,
+    gate?: Gate,
+  ): Promise<HitResult | undefined>;
   /** Outages seen so far (each logged once); lets tests observe the fail-open path. */
   outages = 0;
 }
@@ -36,12 +42,23 @@ export class MemoryRateLimitStore extends RateLimitStore implements OnApplicatio
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
   private readonly sweeper = setInterval(() => this.sweep(), 10_000).unref();
 
-  hit(key: string, amount: number, limit: number, windowMs: number, gate?: Gate): Promise<HitResult> {
+  hit(
+    key: string,
+    amount: number,
+    limit: number,
+    windowMs: number,
+    gate?: Gate,
+  ): Promise<HitResult> {
     const now = Date.now();
     if (gate) {
       const g = this.windows.get(gate.key);
       if (g !== undefined && g.resetAt > now && g.count >= gate.limit) {
-        return Promise.resolve({ count: g.count, resetMs: g.resetAt - now, allowed: false, gated: true });
+        return Promise.resolve({
+          count: g.count,
+          resetMs: g.resetAt - now,
+          allowed: false,
+          gated: true,
+        });
       }
     }
     let w = this.windows.get(key);
@@ -138,13 +155,21 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
     // not events.once(): it rejects on the first 'error' (ECONNREFUSED while Redis is down) and boot
     // would fail instead of failing open
     const ready = new Promise<boolean>((resolve) => this.client.once('ready', () => resolve(true)));
-    const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), BOOT_CONNECT_WAIT_MS).unref());
+    const timeout = new Promise<boolean>((resolve) =>
+      setTimeout(() => resolve(false), BOOT_CONNECT_WAIT_MS).unref(),
+    );
     if (!(await Promise.race([ready, timeout]))) {
       this.failOpen('not connected at startup');
     }
   }
 
-  async hit(key: string, amount: number, limit: number, windowMs: number, gate?: Gate): Promise<HitResult | undefined> {
+  async hit(
+    key: string,
+    amount: number,
+    limit: number,
+    windowMs: number,
+    gate?: Gate,
+  ): Promise<HitResult | undefined> {
     if (this.client.status !== 'ready') {
       this.failOpen(`connection ${this.client.status}`);
       return undefined;
@@ -153,15 +178,31 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
       return undefined;
     }
     try {
-      const commands = this.client as unknown as { atriumRateLimitHit: HitCommand; atriumRateLimitGatedHit: HitCommand };
+      const commands = this.client as unknown as {
+        atriumRateLimitHit: HitCommand;
+        atriumRateLimitGatedHit: HitCommand;
+      };
       const [count, resetMs, allowed, gated] = gate
-        ? await commands.atriumRateLimitGatedHit.call(this.client, key, gate.key, amount, limit, windowMs, gate.limit)
+        ? await commands.atriumRateLimitGatedHit.call(
+            this.client,
+            key,
+            gate.key,
+            amount,
+            limit,
+            windowMs,
+            gate.limit,
+          )
         : await commands.atriumRateLimitHit.call(this.client, key, amount, limit, windowMs);
       if (this.down) {
         this.down = false;
         this.logger.log('Redis is back: rate limits are enforced again');
       }
-      return { count, resetMs: resetMs < 0 ? windowMs : resetMs, allowed: allowed === 1, gated: gated === 1 };
+      return {
+        count,
+        resetMs: resetMs < 0 ? windowMs : resetMs,
+        allowed: allowed === 1,
+        gated: gated === 1,
+      };
     } catch (err) {
       this.failOpen(err instanceof Error ? err.message : String(err));
       return undefined;
@@ -173,7 +214,9 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
     if (!this.down) {
       this.down = true;
       this.outages += 1;
-      this.logger.warn(`Redis unavailable (${reason}): rate limits are not enforced until it returns`);
+      this.logger.warn(
+        `Redis unavailable (${reason}): rate limits are not enforced until it returns`,
+      );
     }
   }
 }
@@ -184,5 +227,7 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
  * cost goes, bench/limiter-overhead.mjs); the command timeout still bounds a hung Redis (tested).
  */
 export function createRateLimitStore(redis: RedisConnections): RateLimitStore {
-  return redis.enabled ? new RedisRateLimitStore(redis.create('rate-limit', { enableAutoPipelining: true })) : new MemoryRateLimitStore();
+  return redis.enabled
+    ? new RedisRateLimitStore(redis.create('rate-limit', { enableAutoPipelining: true }))
+    : new MemoryRateLimitStore();
 }

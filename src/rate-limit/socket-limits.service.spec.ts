@@ -6,12 +6,19 @@ import { MemoryRateLimitStore } from './rate-limit.store.js';
 import { SocketLimitsService } from './socket-limits.service.js';
 
 const service = (env: Record<string, string> = {}) => {
-  const config = loadConfig({ WS_MAX_CONNECTIONS_PER_IDENTITY: '2', WS_MAX_OPERATIONS_PER_CONNECTION: '2', ...env });
+  const config = loadConfig({
+    WS_MAX_CONNECTIONS_PER_IDENTITY: '2',
+    WS_MAX_OPERATIONS_PER_CONNECTION: '2',
+    ...env,
+  });
   return new SocketLimitsService(config, new RateLimitService(config, new MemoryRateLimitStore()));
 };
 
 const upgrade = (peer: string, forwarded?: string) =>
-  ({ socket: { remoteAddress: peer }, headers: forwarded ? { 'x-forwarded-for': forwarded } : {} }) as unknown as IncomingMessage;
+  ({
+    socket: { remoteAddress: peer },
+    headers: forwarded ? { 'x-forwarded-for': forwarded } : {},
+  }) as unknown as IncomingMessage;
 
 describe('SocketLimitsService', () => {
   it('caps open connections per identity and frees a slot on release (once)', () => {
@@ -42,7 +49,9 @@ describe('SocketLimitsService', () => {
     const limits = service();
     expect(limits.operationAllowed({ subscriptions: { '1': null } })).toBe(true);
     expect(limits.operationAllowed({ subscriptions: { '1': null, '2': null } })).toBe(true);
-    expect(limits.operationAllowed({ subscriptions: { '1': null, '2': null, '3': null } })).toBe(false);
+    expect(limits.operationAllowed({ subscriptions: { '1': null, '2': null, '3': null } })).toBe(
+      false,
+    );
     expect(limits.tooManyOperationsError().extensions.code).toBe('RATE_LIMITED');
   });
 
@@ -51,7 +60,9 @@ describe('SocketLimitsService', () => {
     for (let i = 0; i < 5; i++) {
       expect(limits.acquireConnection({}, 'user:1')).toBe(true);
     }
-    expect(limits.operationAllowed({ subscriptions: { '1': null, '2': null, '3': null } })).toBe(true);
+    expect(limits.operationAllowed({ subscriptions: { '1': null, '2': null, '3': null } })).toBe(
+      true,
+    );
   });
 
   it('takes the client address from X-Forwarded-For only behind trusted proxies', () => {

@@ -4,7 +4,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { GraphQLError } from 'graphql';
 import type { MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { BUCKET_GRAPHQL_COST, BUCKET_REQUESTS, RateLimitService, secondsUntil } from './rate-limit.service.js';
+import {
+  BUCKET_GRAPHQL_COST,
+  BUCKET_REQUESTS,
+  RateLimitService,
+  secondsUntil,
+} from './rate-limit.service.js';
 
 /** Anything that names one socket for its lifetime: an id, or the graphql-ws `Context` object itself. */
 export type SocketRef = string | object;
@@ -69,7 +74,13 @@ export class SocketLimitsService {
     const chain = [request.socket.remoteAddress ?? 'unknown'];
     const forwarded = request.headers['x-forwarded-for'];
     if (typeof forwarded === 'string') {
-      chain.push(...forwarded.split(',').map((a) => a.trim()).filter(Boolean).reverse());
+      chain.push(
+        ...forwarded
+          .split(',')
+          .map((a) => a.trim())
+          .filter(Boolean)
+          .reverse(),
+      );
     }
     let i = 0;
     while (i < chain.length - 1 && this.isTrusted(chain[i] ?? '')) {
@@ -107,12 +118,24 @@ export class SocketLimitsService {
       return undefined;
     }
     const identity = this.identities.get(socket) ?? 'ip:unknown';
-    const request = await this.limits.hit(BUCKET_REQUESTS, identity, 1, this.config.rateLimit, this.config.rateLimitWindowS);
+    const request = await this.limits.hit(
+      BUCKET_REQUESTS,
+      identity,
+      1,
+      this.config.rateLimit,
+      this.config.rateLimitWindowS,
+    );
     if (request && !request.allowed) {
       return rateLimited(`Too many requests; retry in ${secondsUntil(request.resetMs)} s`);
     }
     const budget = this.config.graphqlCostBudget;
-    const spent = await this.limits.hit(BUCKET_GRAPHQL_COST, identity, cost, budget, this.config.graphqlCostWindowS);
+    const spent = await this.limits.hit(
+      BUCKET_GRAPHQL_COST,
+      identity,
+      cost,
+      budget,
+      this.config.graphqlCostWindowS,
+    );
     if (spent && !spent.allowed) {
       return rateLimited(
         `Query cost budget exhausted: this operation costs ${cost} points, ${Math.max(0, budget - spent.count)} of ${budget} are left; retry in ${secondsUntil(spent.resetMs)} s`,
@@ -168,12 +191,16 @@ export class SocketLimitsService {
    * the connection's operations, which already holds the one being subscribed.
    */
   operationAllowed(ctx: { subscriptions: Record<string, unknown> }): boolean {
-    return !this.config.rateLimitEnabled || Object.keys(ctx.subscriptions).length <= this.maxOperations;
+    return (
+      !this.config.rateLimitEnabled || Object.keys(ctx.subscriptions).length <= this.maxOperations
+    );
   }
 
   /** The error an operation over the cap gets (sent as graphql-ws `error` message). */
   tooManyOperationsError(): GraphQLError {
-    return rateLimited(`Too many operations on this connection (at most ${this.maxOperations} at once)`);
+    return rateLimited(
+      `Too many operations on this connection (at most ${this.maxOperations} at once)`,
+    );
   }
 }
 

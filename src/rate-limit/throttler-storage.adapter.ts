@@ -5,7 +5,12 @@ import type { RateLimitStore } from './rate-limit.store.js';
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
 /** What `increment` answers while the store is unavailable: let the request through. */
-const FAIL_OPEN: ThrottlerStorageRecord = Object.freeze({ totalHits: 0, timeToExpire: 0, isBlocked: false, timeToBlockExpire: 0 });
+const FAIL_OPEN: ThrottlerStorageRecord = Object.freeze({
+  totalHits: 0,
+  timeToExpire: 0,
+  isBlocked: false,
+  timeToBlockExpire: 0,
+});
 
 export function isFailOpen(record: ThrottlerStorageRecord): boolean {
   return record === FAIL_OPEN;

@@ -1,4 +1,11 @@
-import { Global, Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Global,
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { Redis, type RedisOptions } from 'ioredis';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 

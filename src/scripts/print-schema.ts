@@ -13,7 +13,10 @@ import { loadConfig } from '../config/config.js';
  * and writes the schema, with its directive uses (`@auth`, `@cacheControl`, `@deprecated`...), to
  * `schema.graphql` at the repository root. Commit the result.
  */
-const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+  type: 'pkcs8',
+  format: 'pem',
+});
 const config = loadConfig({
   NODE_ENV: 'production',
   DATABASE_URL: 'sqlite::memory:',

@@ -26,12 +26,14 @@ export class SearchResolver {
 
   @Directive('@cost(complexity: 10)')
   @Query(() => [SearchResult], {
-    description: 'Case-insensitive substring search over user names and post titles/bodies, newest first.',
+    description:
+      'Case-insensitive substring search over user names and post titles/bodies, newest first.',
   })
   async search(
     @Context() ctx: GqlContext,
     @Args('term', { description: '1-100 characters.' }) term: string,
-    @Args('first', { type: () => Int, defaultValue: 20, description: 'At most 100.' }) first: number,
+    @Args('first', { type: () => Int, defaultValue: 20, description: 'At most 100.' })
+    first: number,
   ): Promise<(User | Post)[]> {
     const trimmed = term.trim();
     const details = [];
@@ -49,7 +51,9 @@ export class SearchResolver {
       this.posts.search(ctx.caller, trimmed, first),
     ]);
     return [...users, ...posts]
-      .sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1))
+      .sort((a, b) =>
+        a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
+      )
       .slice(0, first);
   }
 }

@@ -1,4 +1,18 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Put,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
@@ -15,7 +29,9 @@ import { UsersService, type Precondition } from './users.service.js';
 
 /** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined, caller: Caller): Precondition | undefined {
-  return header ? (user: User) => ifMatchHits(header, resourceEtag(toRestUser(user, caller))) : undefined;
+  return header
+    ? (user: User) => ifMatchHits(header, resourceEtag(toRestUser(user, caller)))
+    : undefined;
 }
 
 @ApiTags('users')
@@ -58,7 +74,9 @@ export class UsersController {
   @HttpCode(200)
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
     const results = await this.users.batch(caller, input.operations);
-    return { data: results.map((r) => ({ op: r.op, status: r.status, data: toRestUser(r.user, caller) })) };
+    return {
+      data: results.map((r) => ({ op: r.op, status: r.status, data: toRestUser(r.user, caller) })),
+    };
   }
 
   @Get(':id')
@@ -73,7 +91,12 @@ export class UsersController {
     @Body() input: ReplaceUserInput,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: toRestUser(await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller)), caller) };
+    return {
+      data: toRestUser(
+        await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller)),
+        caller,
+      ),
+    };
   }
 
   @Patch(':id')
@@ -83,7 +106,12 @@ export class UsersController {
     @Body() input: PatchUserInput,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: toRestUser(await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller)), caller) };
+    return {
+      data: toRestUser(
+        await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller)),
+        caller,
+      ),
+    };
   }
 
   @Delete(':id')

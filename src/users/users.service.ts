@@ -3,7 +3,14 @@ import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { hashPassword } from '../auth/passwords.js';
 import { Role } from '../auth/role.js';
-import { Conflict, DomainError, Forbidden, NotFound, PreconditionFailed, Unauthorized } from '../common/errors.js';
+import {
+  Conflict,
+  DomainError,
+  Forbidden,
+  NotFound,
+  PreconditionFailed,
+  Unauthorized,
+} from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
@@ -11,7 +18,12 @@ import { validateInput } from '../common/validation.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { EventsService } from '../events/events.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';
-import { CreateUserInput, PatchUserInput, ReplaceUserInput, type RegisterInput } from './dto/user.inputs.js';
+import {
+  CreateUserInput,
+  PatchUserInput,
+  ReplaceUserInput,
+  type RegisterInput,
+} from './dto/user.inputs.js';
 import type { User } from './user.js';
 import { UserEntity } from './user.entity.js';
 import { USER_COLUMNS, userFromEntity, userFromRow, type UserRow } from './users.mapper.js';
@@ -101,7 +113,12 @@ export class UsersService {
       where.push(`role = ${this.db.p(params.length)}`);
     }
     const { rows, meta } = await this.db.page<UserRow>(
-      { columns: USER_COLUMNS, from: 'users', where: where.join(' AND '), orderBy: orderBySql(query.sort, SORT_COLUMNS) },
+      {
+        columns: USER_COLUMNS,
+        from: 'users',
+        where: where.join(' AND '),
+        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+      },
       params,
       query,
     );
@@ -207,12 +224,16 @@ export class UsersService {
       return false;
     }
     try {
-      await this.db.transaction((tx) => this.insert(tx, { name: 'Administrator', email, password, role: Role.ADMIN }));
+      await this.db.transaction((tx) =>
+        this.insert(tx, { name: 'Administrator', email, password, role: Role.ADMIN }),
+      );
       return true;
     } catch (err) {
       if (err instanceof DomainError && err.code === 'conflict') {
         // another instance won the race, or a non-admin holds this email: promote nobody silently
-        this.logger.warn(`ADMIN_EMAIL ${email} is already used by a non-admin user: no admin created`);
+        this.logger.warn(
+          `ADMIN_EMAIL ${email} is already used by a non-admin user: no admin created`,
+        );
         return false;
       }
       throw err;
@@ -220,12 +241,22 @@ export class UsersService {
   }
 
   /** PUT: name, email and age are replaced (absent age -> null); role/password change only when given. */
-  async replace(caller: Caller, id: string, input: ReplaceUserInput, precondition?: Precondition): Promise<User> {
+  async replace(
+    caller: Caller,
+    id: string,
+    input: ReplaceUserInput,
+    precondition?: Precondition,
+  ): Promise<User> {
     return this.update(caller, id, { ...input, age: input.age ?? null }, precondition);
   }
 
   /** PATCH (merge patch) and the GraphQL updateUser: only supplied members change. */
-  async update(caller: Caller, id: string, patch: PatchUserInput, precondition?: Precondition): Promise<User> {
+  async update(
+    caller: Caller,
+    id: string,
+    patch: PatchUserInput,
+    precondition?: Precondition,
+  ): Promise<User> {
     return this.db.transaction((tx) => this.applyUpdate(tx, caller, id, patch, precondition));
   }
 
@@ -365,7 +396,10 @@ export class UsersService {
 
   /** The row, locked for the rest of the transaction on PostgreSQL (SQLite writes are serialized). */
   private async lockedRow(manager: EntityManager, id: string): Promise<UserEntity | null> {
-    const qb = manager.getRepository(UserEntity).createQueryBuilder('u').where('u.id = :id', { id });
+    const qb = manager
+      .getRepository(UserEntity)
+      .createQueryBuilder('u')
+      .where('u.id = :id', { id });
     if (this.db.dialect === 'postgres') {
       qb.setLock('pessimistic_write');
     }
@@ -424,6 +458,8 @@ function withIndex(err: unknown, index: number): unknown {
   if (!(err instanceof DomainError)) {
     return err;
   }
-  const details = err.details?.length ? err.details.map((d) => ({ index, ...d })) : [{ index, message: err.message }];
+  const details = err.details?.length
+    ? err.details.map((d) => ({ index, ...d }))
+    : [{ index, message: err.message }];
   return new DomainError(err.code, `Operation ${index} failed: ${err.message}`, details);
 }

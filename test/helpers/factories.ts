@@ -8,7 +8,10 @@ export function unique(prefix = 'u'): string {
 }
 
 export async function tokenFor(base: string, email: string, password: string): Promise<string> {
-  const res = await request(base, '/api/v1/auth/token', { method: 'POST', body: { email, password } });
+  const res = await request(base, '/api/v1/auth/token', {
+    method: 'POST',
+    body: { email, password },
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.access_token as string;
 }
@@ -29,7 +32,12 @@ export interface CreatedUser {
 /** Creates a user through the API (as the admin) and signs it in. */
 export async function createUser(
   base: string,
-  overrides: { name?: string; role?: 'ADMIN' | 'USER' | 'GUEST'; email?: string; age?: number } = {},
+  overrides: {
+    name?: string;
+    role?: 'ADMIN' | 'USER' | 'GUEST';
+    email?: string;
+    age?: number;
+  } = {},
 ): Promise<CreatedUser> {
   const admin = await adminClient(base);
   const email = overrides.email ?? `${unique()}@example.com`;
@@ -43,10 +51,20 @@ export async function createUser(
   });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   const token = await tokenFor(base, email, password);
-  return { id: res.body.data.id, email, password, token, client: client(base, { bearer: token }), body: res.body.data };
+  return {
+    id: res.body.data.id,
+    email,
+    password,
+    token,
+    client: client(base, { bearer: token }),
+    body: res.body.data,
+  };
 }
 
-export async function createApiKey(c: Client, body: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {
+export async function createApiKey(
+  c: Client,
+  body: Record<string, unknown> = {},
+): Promise<{ id: string; key: string }> {
   const res = await c.post('/api/v1/api-keys', { name: `key ${unique()}`, ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return { id: res.body.data.id, key: res.body.data.key };

@@ -37,7 +37,11 @@ export function authHeaders(auth?: Credentials): Record<string, string> {
 }
 
 /** A real HTTP request to the running app (fetch); the body is parsed as JSON when it is JSON. */
-export async function request<T = any>(base: string, path: string, opts: RequestOptions = {}): Promise<TestResponse<T>> {
+export async function request<T = any>(
+  base: string,
+  path: string,
+  opts: RequestOptions = {},
+): Promise<TestResponse<T>> {
   const headers: Record<string, string> = { ...authHeaders(opts.auth), ...opts.headers };
   let body: string | undefined;
   if (opts.rawBody !== undefined) {
@@ -46,7 +50,12 @@ export async function request<T = any>(base: string, path: string, opts: Request
     body = JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(`${base}${path}`, { method: opts.method ?? 'GET', headers, body, redirect: 'manual' });
+  const res = await fetch(`${base}${path}`, {
+    method: opts.method ?? 'GET',
+    headers,
+    body,
+    redirect: 'manual',
+  });
   const text = await res.text();
   let parsed: unknown = undefined;
   if (text && (res.headers.get('content-type') ?? '').includes('json')) {
@@ -58,16 +67,20 @@ export async function request<T = any>(base: string, path: string, opts: Request
 /** A client bound to one app and (optionally) one set of credentials. */
 export function client(base: string, auth?: Credentials) {
   return {
-    get: <T = any>(path: string, o: RequestOptions = {}) => request<T>(base, path, { auth, ...o, method: 'GET' }),
-    head: <T = any>(path: string, o: RequestOptions = {}) => request<T>(base, path, { auth, ...o, method: 'HEAD' }),
+    get: <T = any>(path: string, o: RequestOptions = {}) =>
+      request<T>(base, path, { auth, ...o, method: 'GET' }),
+    head: <T = any>(path: string, o: RequestOptions = {}) =>
+      request<T>(base, path, { auth, ...o, method: 'HEAD' }),
     post: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) =>
       request<T>(base, path, { auth, ...o, method: 'POST', body }),
     put: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) =>
       request<T>(base, path, { auth, ...o, method: 'PUT', body }),
     patch: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) =>
       request<T>(base, path, { auth, ...o, method: 'PATCH', body }),
-    delete: <T = any>(path: string, o: RequestOptions = {}) => request<T>(base, path, { auth, ...o, method: 'DELETE' }),
-    options: <T = any>(path: string, o: RequestOptions = {}) => request<T>(base, path, { auth, ...o, method: 'OPTIONS' }),
+    delete: <T = any>(path: string, o: RequestOptions = {}) =>
+      request<T>(base, path, { auth, ...o, method: 'DELETE' }),
+    options: <T = any>(path: string, o: RequestOptions = {}) =>
+      request<T>(base, path, { auth, ...o, method: 'OPTIONS' }),
   };
 }
 

@@ -22,9 +22,17 @@ export async function signUp(base: string, ip?: string): Promise<SignedUp> {
   const headers = ip ? { 'x-forwarded-for': ip } : undefined;
   const email = `${unique()}@example.com`;
   const password = `pw-${unique()}-long`;
-  const reg = await request(base, '/api/v1/auth/register', { method: 'POST', body: { name: 'Limited', email, password }, headers });
+  const reg = await request(base, '/api/v1/auth/register', {
+    method: 'POST',
+    body: { name: 'Limited', email, password },
+    headers,
+  });
   expect(reg.status, reg.text).toBe(201);
-  const tok = await request(base, '/api/v1/auth/token', { method: 'POST', body: { email, password }, headers });
+  const tok = await request(base, '/api/v1/auth/token', {
+    method: 'POST',
+    body: { email, password },
+    headers,
+  });
   expect(tok.status, tok.text).toBe(200);
   const token = tok.body.access_token as string;
   return { id: reg.body.data.id, email, password, token, client: client(base, { bearer: token }) };
@@ -65,9 +73,13 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
-    const proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.proc = proc;
     let out = '';
     proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -11,13 +11,20 @@ export class CreateApiKeyInput {
   name!: string;
 
   /** Defaults to the owner's role; never higher than it. */
-  @ApiPropertyOptional({ enum: ROLES, description: "Defaults to the owner's role; never higher than it" })
+  @ApiPropertyOptional({
+    enum: ROLES,
+    description: "Defaults to the owner's role; never higher than it",
+  })
   @ValidateIf((o: CreateApiKeyInput) => o.role !== undefined)
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
 
   /** RFC 3339; null or absent = does not expire. */
-  @ApiPropertyOptional({ format: 'date-time', nullable: true, description: 'null or absent: never expires' })
+  @ApiPropertyOptional({
+    format: 'date-time',
+    nullable: true,
+    description: 'null or absent: never expires',
+  })
   @ValidateIf((o: CreateApiKeyInput) => o.expires_at !== undefined && o.expires_at !== null)
   @IsISO8601({ strict: true }, { message: 'expires_at must be an RFC 3339 timestamp' })
   expires_at?: string | null;

@@ -41,7 +41,9 @@ export class ApiKeysService {
     }
     const expiresAt = input.expires_at ? new Date(input.expires_at).toISOString() : null;
     if (expiresAt !== null && expiresAt <= nowIso()) {
-      throw ValidationFailed([{ field: 'expires_at', message: 'expires_at must be in the future' }]);
+      throw ValidationFailed([
+        { field: 'expires_at', message: 'expires_at must be in the future' },
+      ]);
     }
     const { token, hash } = this.tokens.newOpaqueToken('atr_');
     const key: ApiKey = {
@@ -77,7 +79,12 @@ export class ApiKeysService {
     const where = all ? '1 = 1' : `user_id = ${this.db.p(1)}`;
     const params = all ? [] : [caller.userId];
     const { rows, meta } = await this.db.page<ApiKey>(
-      { columns: COLUMNS, from: 'api_keys', where, orderBy: orderBySql(query.sort, { created_at: 'created_at' }) },
+      {
+        columns: COLUMNS,
+        from: 'api_keys',
+        where,
+        orderBy: orderBySql(query.sort, { created_at: 'created_at' }),
+      },
       params,
       query,
     );
@@ -86,7 +93,9 @@ export class ApiKeysService {
 
   async get(caller: Caller, id: string): Promise<ApiKey> {
     const rows = isId('apiKey', id)
-      ? await this.db.query<ApiKey>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ${this.db.p(1)}`, [id])
+      ? await this.db.query<ApiKey>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ${this.db.p(1)}`, [
+          id,
+        ])
       : [];
     const key = rows[0];
     // another user's key is "not found" for a non-admin: its existence is not theirs to learn
@@ -103,7 +112,10 @@ export class ApiKeysService {
       return;
     }
     await this.db.transaction(({ manager }) =>
-      manager.query(`UPDATE api_keys SET revoked_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [nowIso(), id]),
+      manager.query(`UPDATE api_keys SET revoked_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [
+        nowIso(),
+        id,
+      ]),
     );
   }
 }

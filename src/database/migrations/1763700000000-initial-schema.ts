@@ -1,10 +1,20 @@
 import { MigrationInterface, QueryRunner, Table, TableIndex } from 'typeorm';
 
 const id = (name = 'id') => ({ name, type: 'varchar', length: '30', isPrimary: name === 'id' });
-const ref = (name: string, nullable = false) => ({ name, type: 'varchar', length: '30', isNullable: nullable });
+const ref = (name: string, nullable = false) => ({
+  name,
+  type: 'varchar',
+  length: '30',
+  isNullable: nullable,
+});
 // RFC 3339 UTC with milliseconds, stored as text: sorts correctly and keeps the milliseconds that SQLite's
 // datetime would drop (STACK-NOTES.md); the same on both dialects.
-const ts = (name: string, nullable = false) => ({ name, type: 'varchar', length: '24', isNullable: nullable });
+const ts = (name: string, nullable = false) => ({
+  name,
+  type: 'varchar',
+  length: '24',
+  isNullable: nullable,
+});
 
 /** Dialect-neutral (QueryRunner/Table API): the same migration runs on SQLite and PostgreSQL. */
 export class InitialSchema1763700000000 implements MigrationInterface {
@@ -57,7 +67,9 @@ export class InitialSchema1763700000000 implements MigrationInterface {
           ts('revoked_at', true),
           ts('created_at'),
         ],
-        foreignKeys: [{ columnNames: ['user_id'], referencedTableName: 'users', referencedColumnNames: ['id'] }],
+        foreignKeys: [
+          { columnNames: ['user_id'], referencedTableName: 'users', referencedColumnNames: ['id'] },
+        ],
       }),
     );
     await q.createIndices('api_keys', [
@@ -76,12 +88,18 @@ export class InitialSchema1763700000000 implements MigrationInterface {
           ts('used_at', true),
           ts('created_at'),
         ],
-        foreignKeys: [{ columnNames: ['user_id'], referencedTableName: 'users', referencedColumnNames: ['id'] }],
+        foreignKeys: [
+          { columnNames: ['user_id'], referencedTableName: 'users', referencedColumnNames: ['id'] },
+        ],
       }),
     );
     await q.createIndex(
       'refresh_tokens',
-      new TableIndex({ name: 'uq_refresh_tokens_hash', columnNames: ['token_hash'], isUnique: true }),
+      new TableIndex({
+        name: 'uq_refresh_tokens_hash',
+        columnNames: ['token_hash'],
+        isUnique: true,
+      }),
     );
 
     await q.createTable(
@@ -96,7 +114,13 @@ export class InitialSchema1763700000000 implements MigrationInterface {
           ts('updated_at'),
           ts('deleted_at', true),
         ],
-        foreignKeys: [{ columnNames: ['author_id'], referencedTableName: 'users', referencedColumnNames: ['id'] }],
+        foreignKeys: [
+          {
+            columnNames: ['author_id'],
+            referencedTableName: 'users',
+            referencedColumnNames: ['id'],
+          },
+        ],
       }),
     );
     await q.createIndices('posts', [
@@ -120,18 +144,28 @@ export class InitialSchema1763700000000 implements MigrationInterface {
           ts('created_at'),
           ts('updated_at'),
         ],
-        foreignKeys: [{ columnNames: ['user_id'], referencedTableName: 'users', referencedColumnNames: ['id'] }],
+        foreignKeys: [
+          { columnNames: ['user_id'], referencedTableName: 'users', referencedColumnNames: ['id'] },
+        ],
       }),
     );
     await q.createIndices('orders', [
       new TableIndex({ name: 'ix_orders_user', columnNames: ['user_id', 'created_at', 'id'] }),
-      new TableIndex({ name: 'ix_orders_user_status', columnNames: ['user_id', 'status', 'created_at'] }),
+      new TableIndex({
+        name: 'ix_orders_user_status',
+        columnNames: ['user_id', 'status', 'created_at'],
+      }),
     ]);
 
     await q.createTable(
       new Table({
         name: 'rooms',
-        columns: [id(), { name: 'name', type: 'varchar', length: '100' }, ref('created_by'), ts('created_at')],
+        columns: [
+          id(),
+          { name: 'name', type: 'varchar', length: '100' },
+          ref('created_by'),
+          ts('created_at'),
+        ],
       }),
     );
     await q.createIndices('rooms', [
@@ -151,15 +185,30 @@ export class InitialSchema1763700000000 implements MigrationInterface {
         ],
         foreignKeys: [
           { columnNames: ['room_id'], referencedTableName: 'rooms', referencedColumnNames: ['id'] },
-          { columnNames: ['author_id'], referencedTableName: 'users', referencedColumnNames: ['id'] },
+          {
+            columnNames: ['author_id'],
+            referencedTableName: 'users',
+            referencedColumnNames: ['id'],
+          },
         ],
       }),
     );
-    await q.createIndex('messages', new TableIndex({ name: 'ix_messages_room', columnNames: ['room_id', 'id'] }));
+    await q.createIndex(
+      'messages',
+      new TableIndex({ name: 'ix_messages_room', columnNames: ['room_id', 'id'] }),
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const table of ['messages', 'rooms', 'orders', 'posts', 'refresh_tokens', 'api_keys', 'users']) {
+    for (const table of [
+      'messages',
+      'rooms',
+      'orders',
+      'posts',
+      'refresh_tokens',
+      'api_keys',
+      'users',
+    ]) {
       await q.dropTable(table);
     }
   }

@@ -1,5 +1,13 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsObject, IsOptional, IsString } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsObject,
+  IsOptional,
+  IsString,
+} from 'class-validator';
 
 export const MAX_BATCH = 100;
 
@@ -18,7 +26,8 @@ export class BatchOperationInput {
 /** POST /users/batch: the operations are validated one by one by the service (with their index). */
 export class BatchInput {
   @ApiProperty({
-    description: 'At most 100 operations: {op: "create", data} or {op: "update", id, data}; all or nothing',
+    description:
+      'At most 100 operations: {op: "create", data} or {op: "update", id, data}; all or nothing',
     type: 'array',
     items: { type: 'object' },
   })

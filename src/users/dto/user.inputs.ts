@@ -1,7 +1,17 @@
 import { Field, InputType, Int } from '@nestjs/graphql';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsIn, IsInt, IsString, Length, Max, MaxLength, Min, ValidateIf } from 'class-validator';
+import {
+  IsEmail,
+  IsIn,
+  IsInt,
+  IsString,
+  Length,
+  Max,
+  MaxLength,
+  Min,
+  ValidateIf,
+} from 'class-validator';
 import { Role, ROLES } from '../../auth/role.js';
 import '../../graphql/role.graphql.js';
 
@@ -82,7 +92,13 @@ export class PatchUserInput {
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 150, nullable: true, description: 'null clears it' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 150,
+    nullable: true,
+    description: 'null clears it',
+  })
   @Field(() => Int, { nullable: true, description: 'null clears it.' })
   @ValidateIf((o: PatchUserInput) => o.age !== undefined && o.age !== null)
   @IsInt()
