@@ -81,8 +81,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useGlobalFilters(new HttpExceptionFilter());
   app.useGlobalPipes(validationPipe());
   app.enableCors({
+    // no Origin header: not a browser's cross-origin request, so no CORS headers (Vary: Origin stays)
     origin: (origin, cb) =>
-      cb(null, origin === undefined || originAllowed(origin, config.corsOrigins)),
+      cb(null, origin !== undefined && originAllowed(origin, config.corsOrigins)),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     allowedHeaders: [
       'Authorization',
