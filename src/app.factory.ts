@@ -5,6 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
+import { corsOptionsDelegate } from './common/cors.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { registerHttpHooks, rewriteUrl } from './common/http-hooks.js';
 import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
@@ -23,22 +24,6 @@ function genReqId(req: IncomingMessage): string {
   return id;
 }
 
-/** `CORS_ORIGINS` entries, where `http://localhost:*` means any port. */
-export function originAllowed(origin: string, allowed: string[]): boolean {
-  return allowed.some((entry) => {
-    if (entry === '*' || entry === origin) {
-      return true;
-    }
-    if (entry.endsWith(':*')) {
-      const base = entry.slice(0, -2);
-      return (
-        origin === base || new RegExp(`^${base.replace(/[.]/g, '\\.')}:\\d{1,5}$`).test(origin)
-      );
-    }
-    return false;
-  });
-}
-
 /** Builds the whole application (not listening): used by main.ts and by every test. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const logger = createRootLogger(config);
@@ -53,7 +38,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     return503OnClosing: true,
   });
   const fastify = adapter.getInstance();
-  registerHttpHooks(adapter);
+  registerHttpHooks(adapter, { corsOrigins: config.corsOrigins });
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoLoggerService(logger),
@@ -80,40 +65,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.useGlobalFilters(new HttpExceptionFilter());
   app.useGlobalPipes(validationPipe());
-  app.enableCors({
-    // no Origin header: not a browser's cross-origin request, so no CORS headers (Vary: Origin stays)
-    origin: (origin, cb) =>
-      cb(null, origin !== undefined && originAllowed(origin, config.corsOrigins)),
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: [
-      'Authorization',
-      'Content-Type',
-      'Accept',
-      'Accept-Version',
-      'If-Match',
-      'If-None-Match',
-      'X-API-Key',
-      'X-Request-Id',
-      'apollo-require-preflight',
-      'apollographql-client-name',
-      'apollographql-client-version',
-    ],
-    exposedHeaders: [
-      'ETag',
-      'Link',
-      'Location',
-      'X-Request-Id',
-      'RateLimit-Limit',
-      'RateLimit-Remaining',
-      'RateLimit-Reset',
-      'Retry-After',
-      'WWW-Authenticate',
-    ],
-    credentials: true,
-    maxAge: 600,
-    strictPreflight: false,
-    optionsSuccessStatus: 200,
-  });
+  // per-request options: an explicit origin gets credentials, `*` does not (src/common/cors.ts)
+  app.enableCors({ delegator: corsOptionsDelegate(config.corsOrigins) });
   const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
   fastify.addHook('onRequest', (_req, reply, done) => {
     void reply.headers(securityHeaders);

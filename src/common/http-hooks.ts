@@ -1,5 +1,6 @@
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { isPreflight, originAllowed } from './cors.js';
 import { DomainError } from './errors.js';
 import { etagOf, noneMatchHits } from './etag.js';
 import { sendError } from './http-exception.filter.js';
@@ -138,12 +139,17 @@ class RouteTable {
   }
 }
 
+export interface HttpHookOptions {
+  /** `CORS_ORIGINS`: a preflight from any other origin is answered here (204, no CORS headers). */
+  corsOrigins: readonly string[];
+}
+
 /**
  * The HTTP rules that sit below the controllers: request ids, versioning, content negotiation,
  * OPTIONS/Allow, ETag + If-None-Match, and the JSON body types (merge patch in, text/plain out).
  * Registered on the Fastify instance before Nest adds its routes.
  */
-export function registerHttpHooks(adapter: FastifyAdapter): void {
+export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOptions): void {
   const fastify: FastifyInstance = adapter.getInstance();
   const routes = new RouteTable();
   fastify.addHook('onRoute', (route) => routes.add(route.url, route.method));
@@ -168,10 +174,13 @@ export function registerHttpHooks(adapter: FastifyAdapter): void {
         if (allowed.length > 0) {
           void reply.header('Allow', allowed.join(', '));
         }
-        const preflight =
-          req.headers.origin !== undefined &&
-          req.headers['access-control-request-method'] !== undefined;
-        if (!preflight) {
+        if (isPreflight(req) && !originAllowed(req.headers.origin ?? '', options.corsOrigins)) {
+          // refused: an answer without CORS headers is the refusal (the browser stops there);
+          // a 404 would claim the path does not exist
+          void reply.code(204).header('Vary', 'Origin').send();
+          return;
+        }
+        if (!isPreflight(req)) {
           if (allowed.length === 0) {
             sendError(reply, new DomainError('not_found', `No route ${path}`));
           } else {

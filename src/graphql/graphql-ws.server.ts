@@ -24,7 +24,7 @@ import {
 import type { Disposable } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { originAllowed } from '../app.factory.js';
+import { originAllowed } from '../common/cors.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import {
