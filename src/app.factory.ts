@@ -7,7 +7,13 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { corsOptionsDelegate } from './common/cors.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
-import { registerHttpHooks, rewriteUrl } from './common/http-hooks.js';
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  MAX_PARAM_LENGTH,
+  registerHttpHooks,
+  rewriteUrl,
+} from './common/http-hooks.js';
 import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
 import { validationPipe } from './common/validation.js';
@@ -27,7 +33,20 @@ function genReqId(req: IncomingMessage): string {
 /** Builds the whole application (not listening): used by main.ts and by every test. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const logger = createRootLogger(config);
+  const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
+  const limits = config.http;
   const adapter = new FastifyAdapter({
+    // Timeouts (docs/limits.md). Node checks the header and request timeouts on an interval (30 s by
+    // default, which let a half-sent request live ~90 s): check often enough for the configured value.
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, limits.headersTimeoutMs / 4)),
+    },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler(securityHeaders),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     loggerInstance: logger,
     logController: new RequestLogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT,
@@ -67,7 +86,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useGlobalPipes(validationPipe());
   // per-request options: an explicit origin gets credentials, `*` does not (src/common/cors.ts)
   app.enableCors({ delegator: corsOptionsDelegate(config.corsOrigins) });
-  const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
   fastify.addHook('onRequest', (_req, reply, done) => {
     void reply.headers(securityHeaders);
     done();

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { isPreflight, originAllowed } from './cors.js';
@@ -251,3 +254,67 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
     done(null, payload);
   });
 }
+
+/**
+ * The error envelope for answers the HTTP layer gives before a request reaches a route: the status
+ * says what went wrong (400, 408, 414, 431), the code is `bad_request` (docs/limits.md).
+ */
+function envelope(message: string): string {
+  return JSON.stringify({ error: { code: 'bad_request', message } });
+}
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request was not received in time'],
+  HPE_HEADER_OVERFLOW: [431, 'The request line and headers exceed 16 KiB'],
+};
+
+/**
+ * Node's `clientError` (a request the HTTP parser refused, or one whose headers or body did not
+ * arrive within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS): one envelope answer, then the
+ * connection is closed. Replaces Fastify's default, which answers `{"error":"Bad Request",...}`.
+ */
+export function clientErrorHandler(
+  err: NodeJS.ErrnoException & { rawPacket?: unknown },
+  socket: Socket,
+): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) {
+    return;
+  }
+  const [status, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Malformed HTTP request'];
+  if (socket.writable) {
+    const body = envelope(message);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${randomUUID()}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+/**
+ * Fastify's router refusals (before any hook runs): a URL that does not decode (400) and a path
+ * parameter over `maxParamLength` (414). Answered in the envelope, with the security headers.
+ */
+export function frameworkErrorHandler(securityHeaders: Record<string, string>) {
+  return (error: { code?: string }, req: FastifyRequest, reply: FastifyReply): void => {
+    const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+    void reply
+      .headers(securityHeaders)
+      .header('X-Request-Id', req.id)
+      .code(tooLong ? 414 : 400)
+      .header('Content-Type', 'application/json; charset=utf-8')
+      .send(
+        envelope(
+          tooLong
+            ? `A path segment exceeds ${MAX_PARAM_LENGTH} characters`
+            : 'The URL is not valid (malformed percent-encoding)',
+        ),
+      );
+  };
+}
+
+/** Longest path parameter the router accepts (ids are ~30 characters); longer is 414. */
+export const MAX_PARAM_LENGTH = 100;

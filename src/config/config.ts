@@ -36,6 +36,21 @@ export interface AppConfig {
   graphqlIntrospection: boolean;
   graphqlDevelopment: boolean;
   dataDir: string;
+  /** HTTP server timeouts and request-shape limits (docs/limits.md). */
+  http: HttpLimitsConfig;
+}
+
+export interface HttpLimitsConfig {
+  /** Time to receive a request's headers (Node's `headersTimeout`). */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, headers and body (Node's `requestTimeout`). */
+  requestTimeoutMs: number;
+  /** Idle time of a keep-alive connection between requests (above a proxy's upstream idle timeout). */
+  keepAliveTimeoutMs: number;
+  /** Deepest nesting of arrays/objects in a JSON body. */
+  bodyMaxDepth: number;
+  /** Most object members plus array elements in one JSON body (all levels together). */
+  bodyMaxItems: number;
 }
 
 export const APP_CONFIG = Symbol('APP_CONFIG');
@@ -212,6 +227,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION', true),
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
     dataDir: env.DATA_DIR ?? 'data',
+    http: loadHttpLimits(env),
+  };
+}
+
+function loadHttpLimits(env: NodeJS.ProcessEnv): HttpLimitsConfig {
+  const headersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const requestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  if (requestTimeoutMs < headersTimeoutMs) {
+    // Node refuses a server whose header timeout exceeds its request timeout
+    throw new ConfigError(
+      'HTTP_REQUEST_TIMEOUT_MS',
+      `must be at least HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}), got ${requestTimeoutMs}`,
+    );
+  }
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+    bodyMaxDepth: int(env, 'BODY_MAX_DEPTH', 32, 2, 1_000),
+    bodyMaxItems: int(env, 'BODY_MAX_ITEMS', 10_000, 1, 10_000_000),
   };
 }
 
