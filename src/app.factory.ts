@@ -3,9 +3,11 @@ import type { IncomingMessage } from 'node:http';
 import { RequestMethod } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { GraphQLError } from 'graphql';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { corsOptionsDelegate } from './common/cors.js';
+import { refusedBodyShape } from './common/json-shape.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import {
   clientErrorHandler,
@@ -18,6 +20,7 @@ import { createRootLogger, PinoLoggerService, RequestLogController } from './com
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
 import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
+import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -28,6 +31,12 @@ function genReqId(req: IncomingMessage): string {
   const header = req.headers['x-request-id'];
   const id = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
   return id;
+}
+
+/** A request-level GraphQL error body (no data), formatted like Apollo's own BAD_REQUEST errors. */
+function graphqlRequestError(message: string): string {
+  const error = new GraphQLError(message, { extensions: { code: 'BAD_REQUEST' } });
+  return JSON.stringify({ errors: [formatGraphqlError(error.toJSON(), error)] });
 }
 
 /** Builds the whole application (not listening): used by main.ts and by every test. */
@@ -57,7 +66,19 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     return503OnClosing: true,
   });
   const fastify = adapter.getInstance();
-  registerHttpHooks(adapter, { corsOrigins: config.corsOrigins });
+  registerHttpHooks(adapter, {
+    corsOrigins: config.corsOrigins,
+    bodyShape: { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems },
+  });
+  // GraphQL over HTTP answers a refused body shape in its own error shape (still 400)
+  fastify.addHook('onSend', (req, _reply, payload, done) => {
+    const reason = refusedBodyShape.get(req);
+    if (reason !== undefined && req.url.split('?', 1)[0] === '/graphql') {
+      done(null, graphqlRequestError(reason));
+      return;
+    }
+    done(null, payload);
+  });
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoLoggerService(logger),

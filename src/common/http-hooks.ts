@@ -5,6 +5,7 @@ import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { isPreflight, originAllowed } from './cors.js';
 import { DomainError } from './errors.js';
+import { registerJsonParser, type JsonShapeLimits } from './json-shape.js';
 import { etagOf, noneMatchHits } from './etag.js';
 import { sendError } from './http-exception.filter.js';
 
@@ -145,6 +146,8 @@ class RouteTable {
 export interface HttpHookOptions {
   /** `CORS_ORIGINS`: a preflight from any other origin is answered here (204, no CORS headers). */
   corsOrigins: readonly string[];
+  /** Depth and entry bounds of JSON bodies (application/json and merge-patch). */
+  bodyShape: JsonShapeLimits;
 }
 
 /**
@@ -158,11 +161,7 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
   fastify.addHook('onRoute', (route) => routes.add(route.url, route.method));
 
   fastify.removeContentTypeParser('text/plain');
-  fastify.addContentTypeParser(
-    'application/merge-patch+json',
-    { parseAs: 'string' },
-    fastify.getDefaultJsonParser('error', 'error'),
-  );
+  registerJsonParser(fastify, options.bodyShape);
 
   // The adapter's own request hook runs before its CORS hook, so a plain OPTIONS is answered here.
   adapter.setOnRequestHook(

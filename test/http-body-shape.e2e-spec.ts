@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from './helpers/app.js';
+import { createUser, unique } from './helpers/factories.js';
+import { request } from './helpers/http.js';
+
+const nested = (n: number, inner = '') => `${'['.repeat(n)}${inner}${']'.repeat(n)}`;
+
+function post(t: TestApp, path: string, rawBody: string, headers: Record<string, string> = {}) {
+  return request(t.url, path, {
+    method: 'POST',
+    rawBody,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
+}
+
+function expectShapeRefusal(res: Awaited<ReturnType<typeof request>>, message: RegExp): void {
+  expect(res.status, res.text).toBe(400);
+  expect(res.body).toEqual({
+    error: { code: 'bad_request', message: expect.stringMatching(message) },
+  });
+}
+
+describe('JSON body shape limits (defaults: depth 32, 10,000 entries)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('answers 400 in the envelope for a body nested thousands of levels deep (was a 500)', async () => {
+    const res = await post(t, '/api/v1/auth/register', `{"name":${nested(5_000)}}`);
+    expectShapeRefusal(res, /nests deeper than 32 levels/);
+  });
+
+  it('lets depth 32 through to validation and refuses depth 33', async () => {
+    const email = `${unique()}@example.com`;
+    // depth 32 in all (the body object is level 1): validation answers, not the shape check
+    const ok = await post(
+      t,
+      '/api/v1/auth/register',
+      JSON.stringify({ email, password: 'long-enough-pw-1' }).replace(
+        /}$/,
+        `,"name":${nested(31)}}`,
+      ),
+    );
+    expect(ok.status, ok.text).toBe(422);
+    const deep = await post(
+      t,
+      '/api/v1/auth/register',
+      JSON.stringify({ email, password: 'long-enough-pw-1' }).replace(
+        /}$/,
+        `,"name":${nested(32)}}`,
+      ),
+    );
+    expectShapeRefusal(deep, /deeper than 32/);
+  });
+
+  it('refuses more than 10,000 members and elements', async () => {
+    const wide = `{"name":[${Array.from({ length: 10_000 }, () => '0').join(',')}]}`; // 10,001 entries
+    expectShapeRefusal(await post(t, '/api/v1/auth/register', wide), /more than 10000 members/);
+    const within = `{"name":[${Array.from({ length: 9_999 }, () => '0').join(',')}]}`; // 10,000
+    expect((await post(t, '/api/v1/auth/register', within)).status).toBe(422);
+  });
+
+  it('bounds application/merge-patch+json bodies too', async () => {
+    const user = await createUser(t.url);
+    const res = await request(t.url, `/api/v1/users/${user.id}`, {
+      method: 'PATCH',
+      rawBody: `{"name":${nested(5_000)}}`,
+      headers: {
+        'content-type': 'application/merge-patch+json',
+        authorization: `Bearer ${user.token}`,
+      },
+    });
+    expectShapeRefusal(res, /deeper than 32/);
+    const stored = await user.client.get(`/api/v1/users/${user.id}`);
+    expect(stored.body.data.name).toBe(user.body.name);
+  });
+
+  it('still refuses __proto__ keys (the parser behind the check is Fastify`s secure one)', async () => {
+    const res = await post(t, '/api/v1/auth/register', '{"__proto__":{"admin":true}}');
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('bad_request');
+  });
+
+  it('bounds GraphQL variables sent over HTTP POST, answering 400 in GraphQL error shape', async () => {
+    const body = JSON.stringify({
+      query: 'query($v: String) { __typename }',
+      variables: { v: 'x' },
+    }).replace('"x"', nested(5_000, '"x"'));
+    const res = await post(t, '/graphql', body);
+    expect(res.status).toBe(400);
+    expect(res.body.data).toBeUndefined();
+    expect(res.body.errors).toHaveLength(1);
+    expect(res.body.errors[0].message).toMatch(/nests deeper than 32 levels/);
+    // the same extensions Apollo gives its own malformed-request errors
+    const apollo = await post(t, '/graphql', '{"variables":{}}');
+    expect(apollo.status).toBe(400);
+    expect(res.body.errors[0].extensions).toEqual(apollo.body.errors[0].extensions);
+  });
+
+  it('leaves ordinary GraphQL requests alone', async () => {
+    const res = await post(t, '/graphql', JSON.stringify({ query: '{ __typename }' }));
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ __typename: 'Query' });
+    expect(res.body.errors).toBeUndefined();
+  });
+});
+
+describe('JSON body shape limits (configured)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ BODY_MAX_DEPTH: '3', BODY_MAX_ITEMS: '4' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('applies BODY_MAX_DEPTH and BODY_MAX_ITEMS', async () => {
+    expectShapeRefusal(
+      await post(t, '/api/v1/auth/register', '{"name":[[["x"]]]}'),
+      /deeper than 3 levels/,
+    );
+    expectShapeRefusal(
+      await post(t, '/api/v1/auth/register', '{"a":1,"b":2,"c":3,"d":4,"e":5}'),
+      /more than 4 members/,
+    );
+    const ok = await post(t, '/api/v1/auth/register', '{"name":[["x"]]}');
+    expect(ok.status).toBe(422);
+  });
+});
