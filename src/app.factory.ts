@@ -13,6 +13,7 @@ import {
   clientErrorHandler,
   frameworkErrorHandler,
   MAX_PARAM_LENGTH,
+  type HttpHookOptions,
   registerHttpHooks,
   rewriteUrl,
 } from './common/http-hooks.js';
@@ -22,6 +23,7 @@ import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { RateLimitService } from './rate-limit/rate-limit.service.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -66,10 +68,11 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     return503OnClosing: true,
   });
   const fastify = adapter.getInstance();
-  registerHttpHooks(adapter, {
+  const httpHooks: HttpHookOptions = {
     corsOrigins: config.corsOrigins,
     bodyShape: { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems },
-  });
+  };
+  registerHttpHooks(adapter, httpHooks);
   // GraphQL over HTTP answers a refused body shape in its own error shape (still 400)
   fastify.addHook('onSend', (req, _reply, payload, done) => {
     const reason = refusedBodyShape.get(req);
@@ -86,6 +89,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // Fastify parses JSON itself (see http-hooks.ts); Nest's extra parsers would accept form bodies.
     bodyParser: false,
   });
+
+  // unknown /api/... paths count against the client's request bucket like any refused request
+  const rateLimits = app.get(RateLimitService);
+  httpHooks.countUnrouted = (req, reply) => rateLimits.countRefusedRequest(req, reply);
 
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {

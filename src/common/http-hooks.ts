@@ -148,6 +148,12 @@ export interface HttpHookOptions {
   corsOrigins: readonly string[];
   /** Depth and entry bounds of JSON bodies (application/json and merge-patch). */
   bodyShape: JsonShapeLimits;
+  /**
+   * Counts a request under /api/ that matched no route (404, or 405 for a known path) against the
+   * client's request bucket; throws a `rate_limited` DomainError when it is used up. Set once the
+   * application (and its rate limiter) exists.
+   */
+  countUnrouted?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 /**
@@ -191,16 +197,33 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
           return;
         }
       } else if (req.is404) {
-        // a known path asked with a method it does not serve: 405 with Allow (RFC 9110 15.5.6)
         const allowed = routes.allowed(path);
-        if (allowed.length > 0) {
+        const answer = () => {
+          if (allowed.length === 0) {
+            done(); // the not-found handler answers 404
+            return;
+          }
+          // a known path asked with a method it does not serve: 405 with Allow (RFC 9110 15.5.6)
           void reply.header('Allow', allowed.join(', '));
           sendError(
             reply,
             new DomainError('method_not_allowed', `${req.method} is not supported on ${path}`),
           );
+        };
+        const count = options.countUnrouted;
+        if (count === undefined || !path.startsWith(API_PREFIX)) {
+          answer();
           return;
         }
+        // no route, so no throttler guard: the refusal still costs the client a request
+        count(req, reply).then(answer, (err: unknown) => {
+          if (err instanceof DomainError) {
+            sendError(reply, err);
+          } else {
+            done(err instanceof Error ? err : new Error(String(err)));
+          }
+        });
+        return;
       } else if (
         path.startsWith(API_PREFIX) &&
         !DOCS.test(path) &&
