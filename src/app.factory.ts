@@ -23,7 +23,14 @@ import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
-import { RateLimitService } from './rate-limit/rate-limit.service.js';
+import {
+  BUCKET_REQUESTS,
+  rateLimitedError,
+  RateLimitService,
+  replySink,
+  secondsUntil,
+  writeRateLimitHeaders,
+} from './rate-limit/rate-limit.service.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -92,7 +99,29 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
 
   // unknown /api/... paths count against the client's request bucket like any refused request
   const rateLimits = app.get(RateLimitService);
-  httpHooks.countUnrouted = (req, reply) => rateLimits.countRefusedRequest(req, reply);
+  httpHooks.countUnrouted = async (req, reply) => {
+    if (!rateLimits.enabled) {
+      return;
+    }
+    // credentials are not verified for a path that does not exist: the address's bucket pays
+    const { rateLimit: limit, rateLimitWindowS: windowS } = config;
+    const hit = await rateLimits.hit(
+      BUCKET_REQUESTS,
+      rateLimits.ipTracker(req.ip),
+      1,
+      limit,
+      windowS,
+    );
+    if (hit === undefined) {
+      return; // store unavailable: fail open, as for routed requests
+    }
+    const sink = replySink(reply);
+    writeRateLimitHeaders(sink, limit, hit);
+    if (!hit.allowed) {
+      sink('Retry-After', String(secondsUntil(hit.resetMs)));
+      throw rateLimitedError(hit.resetMs);
+    }
+  };
 
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {

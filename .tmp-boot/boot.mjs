@@ -1,0 +1,16 @@
+import 'reflect-metadata';
+const { createApp } = await import('/work/wt-http/dist/app.factory.js');
+const { loadConfig } = await import('/work/wt-http/dist/config/config.js');
+const redis = process.argv[2];
+const config = loadConfig({ NODE_ENV: 'test', PORT: '0', DATABASE_URL: 'sqlite::memory:', REDIS_URL: redis, LOG_LEVEL: process.env.BOOT_LOG ?? 'silent', DATA_DIR: '/tmp/atrium-boot' });
+const t0 = performance.now();
+const app = await createApp(config);
+await app.listen({ port: 0, host: '127.0.0.1' });
+const boot = performance.now() - t0;
+const port = app.getHttpServer().address().port;
+const t1 = performance.now();
+const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+const body = await res.text();
+console.log(JSON.stringify({ redis, bootMs: Math.round(boot), readyStatus: res.status, readyMs: Math.round(performance.now() - t1), body }));
+await app.close();
+process.exit(0);
