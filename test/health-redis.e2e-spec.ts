@@ -3,40 +3,68 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, usingRedis, type TestApp } from './helpers/app.js';
 import { request } from './helpers/http.js';
 
-/** A TCP proxy in front of Redis the test can cut (connections dropped) or freeze (bytes held). */
+/**
+ * A TCP proxy in front of Redis the test can cut (connections dropped), freeze (bytes held), or
+ * narrow to one named connection while refusing new ones (some clients lose Redis, one keeps it).
+ */
 class RedisProxy {
   private server?: Server;
-  private readonly sockets = new Set<Socket>();
+  private readonly pairs: { sockets: Socket[]; name?: string }[] = [];
   frozen = false;
+  refuseNew = false;
   port = 0;
 
   constructor(private readonly target: URL) {}
 
   async start(port = 0): Promise<void> {
     this.server = createServer((client) => {
+      if (this.refuseNew) {
+        client.destroy();
+        return;
+      }
       const upstream = tcpConnect(Number(this.target.port || 6379), this.target.hostname);
+      const pair: { sockets: Socket[]; name?: string } = { sockets: [client, upstream] };
+      this.pairs.push(pair);
+      // ioredis names its connection first (CLIENT SETNAME atrium-<name>): remember which is which
+      client.on('data', (chunk: Buffer) => {
+        pair.name ??= /atrium-[a-z-]+/.exec(chunk.toString('latin1'))?.[0];
+      });
       for (const [from, to] of [
         [client, upstream],
         [upstream, client],
       ] as const) {
-        this.sockets.add(from);
-        from.on('close', () => this.sockets.delete(from));
         from.on('error', () => from.destroy());
         from.on('data', (chunk: Buffer) => {
           if (!this.frozen) {
             to.write(chunk);
           }
         });
-        from.on('close', () => to.destroy());
+        from.on('close', () => {
+          to.destroy();
+          const i = this.pairs.indexOf(pair);
+          if (i >= 0) {
+            this.pairs.splice(i, 1);
+          }
+        });
       }
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
   }
 
+  /** Drops every connection but the one named `name`, and refuses new ones until `refuseNew = false`. */
+  keepOnly(name: string): void {
+    this.refuseNew = true;
+    for (const pair of [...this.pairs]) {
+      if (pair.name !== name) {
+        pair.sockets.forEach((s) => s.destroy());
+      }
+    }
+  }
+
   async cut(): Promise<void> {
-    for (const s of this.sockets) {
-      s.destroy();
+    for (const pair of [...this.pairs]) {
+      pair.sockets.forEach((s) => s.destroy());
     }
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
   }
@@ -44,8 +72,60 @@ class RedisProxy {
 
 async function ready(t: TestApp) {
   const res = await request(t.url, '/health/ready');
-  return { status: res.status, redis: res.body?.details?.redis?.status as string | undefined, body: res.body };
+  return {
+    status: res.status,
+    database: res.body?.details?.database?.status as string | undefined,
+    redis: res.body?.details?.redis?.status as string | undefined,
+  };
 }
+
+/** Asks /health/ready until `redis` has the wanted status (or fails after `ms`). */
+async function readyUntil(t: TestApp, redis: 'up' | 'down', ms = 10_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await ready(t);
+    if (r.redis === redis || Date.now() > deadline) {
+      return r;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** A local port with nothing listening on it (Redis "down": connections refused). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function timedStart(env: Record<string, string>) {
+  const started = performance.now();
+  const t = await startApp(env);
+  return { t, ms: performance.now() - started };
+}
+
+describe('Redis down at boot', () => {
+  it('boots about as fast as without Redis, and readiness says Redis is down', async () => {
+    const url = `redis://127.0.0.1:${await closedPort()}`;
+    // warm (module loading, first schema build) so that the two timed boots compare like for like
+    await (await startApp({ REDIS_URL: '' })).close();
+    const without = await timedStart({ REDIS_URL: '' });
+    await without.t.close();
+    const down = await timedStart({ REDIS_URL: url });
+    try {
+      // was ~5 s more (2 s rate-limit store wait + 3 s event-bus wait, each for a Redis refusing)
+      expect(down.ms - without.ms).toBeLessThan(1_500);
+      const r = await ready(down.t);
+      expect(r).toEqual({ status: 503, database: 'up', redis: 'down' });
+      // the API still serves (rate limits fail open)
+      expect((await request(down.t.url, '/api/v1/auth/me')).status).toBe(401);
+    } finally {
+      await down.t.close();
+    }
+  });
+});
 
 describe.skipIf(!usingRedis)('readiness follows Redis (through a proxy the test controls)', () => {
   let proxy: RedisProxy;
@@ -65,17 +145,34 @@ describe.skipIf(!usingRedis)('readiness follows Redis (through a proxy the test 
     await proxy.cut();
   });
 
-  it('reports up, then down when Redis stops answering, then down when it is gone', async () => {
-    const before = await ready(t);
-    console.log(JSON.stringify(before.body));
-    proxy.frozen = true;
-    const frozen = await ready(t);
-    console.log(JSON.stringify(frozen.body));
+  it('is up, down while Redis does not answer, down while it is gone, up when it is back', async () => {
+    expect(await ready(t)).toEqual({ status: 200, database: 'up', redis: 'up' });
+
+    proxy.frozen = true; // connected, but no answers (a hung Redis)
+    expect(await ready(t)).toEqual({ status: 503, database: 'up', redis: 'down' });
     proxy.frozen = false;
     await proxy.cut();
-    const cut = await ready(t);
-    console.log(JSON.stringify(cut.body));
-    const cut2 = await ready(t);
-    console.log(JSON.stringify(cut2.body));
+    const gone = performance.now();
+    expect(await ready(t)).toEqual({ status: 503, database: 'up', redis: 'down' });
+    expect(performance.now() - gone).toBeLessThan(1_500); // answered without waiting out retries
+
+    await proxy.start(proxy.port);
+    expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
+  });
+
+  it("is down when the application's own clients lost Redis, even if its PING still answers", async () => {
+    expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
+    // the probe keeps its connection; the rate limiter's and the event bus's are dropped and cannot
+    // come back
+    proxy.keepOnly('atrium-health');
+    expect((await readyUntil(t, 'down', 3_000)).redis).toBe('down');
+    const res = await request(t.url, '/health/ready');
+    expect(res.status).toBe(503);
+    expect(res.body.details.redis).toEqual({
+      status: 'down',
+      message: expect.stringMatching(/^not connected: .*atrium-rate-limit/),
+    });
+    proxy.refuseNew = false;
+    expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
   });
 });

@@ -8,8 +8,10 @@ import {
 } from '@nestjs/common';
 import { RedisPubSub } from 'graphql-redis-subscriptions';
 import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
+import type { Redis } from 'ioredis';
 import { DatabaseService } from '../database/database.service.js';
 import type { MessageEvent } from '../messages/message.js';
+import { firstConnection } from '../redis/redis.module.js';
 import type { User } from '../users/user.js';
 import { RoomSequencer } from './room-sequencer.js';
 
@@ -67,6 +69,17 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     this.local = new PubSub({ eventEmitter: this.emitter });
   }
 
+  /** After `ms`, or at once when the Redis subscriber's first connection is refused. */
+  private async subscribeDeadline(ms: number): Promise<'timeout'> {
+    const deadline = Date.now() + ms;
+    const subscriber = this.pubSub instanceof RedisPubSub ? this.pubSub.getSubscriber() : undefined;
+    if (subscriber && !(await firstConnection(subscriber as unknown as Redis, ms))) {
+      return 'timeout';
+    }
+    await new Promise((resolve) => setTimeout(resolve, deadline - Date.now()).unref());
+    return 'timeout';
+  }
+
   async onApplicationBootstrap(): Promise<void> {
     // rooms that exist now resume after their last message; rooms created later start at 1
     const rooms = await this.db.query<{ id: string; last_seq: number | string }>(
@@ -98,9 +111,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     );
     // With Redis down at boot the subscriptions wait in the subscriber's queue and complete when it
     // connects; the app still starts (events sent meanwhile are lost: at most once).
-    const timeout = new Promise<'timeout'>((resolve) =>
-      setTimeout(() => resolve('timeout'), 3_000).unref(),
-    );
+    const timeout = this.subscribeDeadline(3_000);
     if ((await Promise.race([subscribed, timeout])) === 'timeout') {
       this.logger.warn(
         'event bus subscriptions still pending (Redis unreachable?); they complete on connect',

@@ -10,7 +10,9 @@ import {
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Public } from '../auth/auth.decorators.js';
-import { RedisConnections } from '../redis/redis.module.js';
+import { firstConnection, RedisConnections } from '../redis/redis.module.js';
+
+const PROBE_TIMEOUT_MS = 500;
 
 @ApiTags('health')
 @Controller('health')
@@ -57,13 +59,25 @@ export class HealthController {
     return checks;
   }
 
+  /**
+   * Down unless every Redis client of the application is connected AND a PING answers within
+   * 500 ms: a client that is reconnecting (Redis stopped, a proxy in front of it gone) or a Redis
+   * that accepts connections but does not answer are both down.
+   */
   private async pingRedis() {
     const indicator = this.indicators.check('redis');
-    // queue the ping while (re)connecting, but never wait more than half a second
     this.redis ??= this.redisConnections.create('health', {
-      commandTimeout: 500,
-      enableOfflineQueue: true,
+      commandTimeout: PROBE_TIMEOUT_MS,
+      enableOfflineQueue: false,
     });
+    // the first probe waits for the first connection (milliseconds when Redis is up)
+    if (!(await firstConnection(this.redis, PROBE_TIMEOUT_MS))) {
+      return indicator.down({ message: 'not connected (refused, or no answer within 500 ms)' });
+    }
+    const notReady = this.redisConnections.notReady();
+    if (notReady.length > 0) {
+      return indicator.down({ message: `not connected: ${notReady.join(', ')}` });
+    }
     try {
       await this.redis.ping();
       return indicator.up();

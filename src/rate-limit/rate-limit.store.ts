@@ -1,6 +1,6 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { RedisConnections } from '../redis/redis.module.js';
+import { firstConnection, type RedisConnections } from '../redis/redis.module.js';
 
 /** One fixed-window counter after a hit. */
 export interface HitResult {
@@ -152,13 +152,8 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
     if (this.client.status === 'ready') {
       return;
     }
-    // not events.once(): it rejects on the first 'error' (ECONNREFUSED while Redis is down) and boot
-    // would fail instead of failing open
-    const ready = new Promise<boolean>((resolve) => this.client.once('ready', () => resolve(true)));
-    const timeout = new Promise<boolean>((resolve) =>
-      setTimeout(() => resolve(false), BOOT_CONNECT_WAIT_MS).unref(),
-    );
-    if (!(await Promise.race([ready, timeout]))) {
+    // a refused first connection ends the wait at once (Redis down must not slow the boot)
+    if (!(await firstConnection(this.client, BOOT_CONNECT_WAIT_MS))) {
       this.failOpen('not connected at startup');
     }
   }

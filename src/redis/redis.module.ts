@@ -56,6 +56,13 @@ export class RedisConnections implements OnApplicationShutdown {
     return client;
   }
 
+  /** Names of the application's clients that are not connected now (an outage, or still connecting). */
+  notReady(): string[] {
+    return this.clients
+      .filter((c) => c.status !== 'ready' && c.status !== 'end')
+      .map((c) => c.options.connectionName ?? 'redis');
+  }
+
   /** QUIT when connected (bounded to 1 s); a client that is not connected is just dropped. */
   async onApplicationShutdown(): Promise<void> {
     await Promise.all(
@@ -75,6 +82,33 @@ export class RedisConnections implements OnApplicationShutdown {
       }),
     );
   }
+}
+
+/**
+ * Resolves true once `client` is ready, false as soon as its first connection attempt fails (refused,
+ * reset, or `connectTimeout` spent) or after `maxWaitMs`. Boot-time waits use it, so that a Redis
+ * that is down costs one failed connection attempt, not the whole wait.
+ */
+export function firstConnection(client: Redis, maxWaitMs: number): Promise<boolean> {
+  if (client.status === 'ready') {
+    return Promise.resolve(true);
+  }
+  return new Promise<boolean>((resolve) => {
+    const finish = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onFailure);
+      client.off('close', onFailure);
+      resolve(ok);
+    };
+    const onReady = () => finish(true);
+    const onFailure = () => finish(false);
+    const timer = setTimeout(onFailure, maxWaitMs);
+    timer.unref();
+    client.once('ready', onReady);
+    client.once('error', onFailure);
+    client.once('close', onFailure);
+  });
 }
 
 @Global()
