@@ -7,7 +7,7 @@ import { GraphQLError } from 'graphql';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { corsOptionsDelegate } from './common/cors.js';
-import { refusedBodyShape } from './common/json-shape.js';
+import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import {
   clientErrorHandler,
@@ -88,6 +88,28 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       return;
     }
     done(null, payload);
+  });
+  // GET /graphql carries its variables and extensions as JSON in the query string: same bounds
+  const bodyShape = { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems };
+  fastify.addHook('onRequest', (req, reply, done) => {
+    if (req.method !== 'GET' || req.routeOptions.url !== '/graphql') {
+      done();
+      return;
+    }
+    const query = req.query as Record<string, unknown>;
+    for (const name of ['variables', 'extensions']) {
+      const value = query[name];
+      const violation =
+        typeof value === 'string' ? jsonShapeViolation(value, bodyShape) : undefined;
+      if (violation !== undefined) {
+        void reply
+          .code(400)
+          .header('Content-Type', 'application/json; charset=utf-8')
+          .send(graphqlRequestError(violation.replace('JSON body', `JSON in \`${name}\``)));
+        return;
+      }
+    }
+    done();
   });
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {

@@ -101,6 +101,24 @@ describe('JSON body shape limits (defaults: depth 32, 10,000 entries)', () => {
     expect(res.body.errors[0].extensions).toEqual(apollo.body.errors[0].extensions);
   });
 
+  it('bounds the variables of GET /graphql (JSON in the query string) the same way', async () => {
+    const variables = JSON.stringify({ v: 'x' }).replace('"x"', nested(1_000, '"x"'));
+    const query = encodeURIComponent('query($v: ID!) { post(id: $v) { id } }');
+    const res = await request(
+      t.url,
+      `/graphql?query=${query}&variables=${encodeURIComponent(variables)}`,
+      { headers: { 'apollo-require-preflight': 'true' } },
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.data).toBeUndefined();
+    expect(res.body.errors[0].message).toBe('The JSON in `variables` nests deeper than 32 levels');
+    const ok = await request(t.url, `/graphql?query=${encodeURIComponent('{ __typename }')}`, {
+      headers: { 'apollo-require-preflight': 'true' },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data).toEqual({ __typename: 'Query' });
+  });
+
   it('leaves ordinary GraphQL requests alone', async () => {
     const res = await post(t, '/graphql', JSON.stringify({ query: '{ __typename }' }));
     expect(res.status).toBe(200);
