@@ -6,8 +6,6 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { GraphQLError } from 'graphql';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
-import { corsOptionsDelegate } from './common/cors.js';
-import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import {
   clientErrorHandler,
@@ -17,6 +15,8 @@ import {
   registerHttpHooks,
   rewriteUrl,
 } from './common/http-hooks.js';
+import { corsOptionsDelegate } from './common/cors.js';
+import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
 import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
 import { validationPipe } from './common/validation.js';
