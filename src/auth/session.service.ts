@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Unauthorized } from '../common/errors.js';
-import { newId, nowIso } from '../common/ids.js';
 import { DatabaseService } from '../database/database.service.js';
+import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { AuthService } from './auth.service.js';
 import type { Role } from './role.js';
 import { sha256, TokenService } from './token.service.js';
@@ -15,13 +15,15 @@ export interface TokenPair {
 
 /**
  * First-party sessions: a short-lived JWT access token plus an opaque, single-use refresh token
- * (stored as a SHA-256 hash). Presenting a used refresh token again revokes every refresh token of
- * that user (reuse detection, RFC 9700 4.14.2).
+ * (stored as a SHA-256 hash). Each sign-in starts a token family; a refresh rotates within it.
+ * Presenting a used refresh token again (a replay, or a second concurrent refresh of one token)
+ * revokes its whole family (reuse detection, RFC 9700 section 4.14.2); see docs/data-integrity.md.
  */
 @Injectable()
 export class SessionService {
   constructor(
     private readonly db: DatabaseService,
+    private readonly refreshTokens: RefreshTokensRepository,
     private readonly tokens: TokenService,
     private readonly auth: AuthService,
   ) {}
@@ -36,54 +38,57 @@ export class SessionService {
 
   async refresh(refreshToken: string): Promise<TokenPair> {
     const hash = sha256(refreshToken);
-    const p = (n: number) => this.db.p(n);
-    const userId = await this.db.transaction(async ({ manager }) => {
-      const rows = await manager.query<
-        { id: string; user_id: string; expires_at: string; used_at: string | null }[]
-      >(`SELECT id, user_id, expires_at, used_at FROM refresh_tokens WHERE token_hash = ${p(1)}`, [
-        hash,
-      ]);
-      const row = rows[0];
-      if (!row) {
+    const { token, hash: nextHash } = this.tokens.newOpaqueToken('rt_');
+    const issued = await this.db.transaction(async ({ manager }) => {
+      const now = new Date();
+      const claimed = await this.refreshTokens.claim(manager, hash, now.toISOString());
+      if (!claimed) {
+        const family = await this.refreshTokens.usedFamily(manager, hash);
+        if (family) {
+          await this.refreshTokens.revokeFamily(manager, family);
+        }
         return undefined;
       }
-      if (row.used_at !== null) {
-        await manager.query(`DELETE FROM refresh_tokens WHERE user_id = ${p(1)}`, [row.user_id]);
-        return null;
-      }
-      if (row.expires_at <= nowIso()) {
-        return undefined;
-      }
-      await manager.query(`UPDATE refresh_tokens SET used_at = ${p(1)} WHERE id = ${p(2)}`, [
-        nowIso(),
-        row.id,
-      ]);
-      return row.user_id;
+      await this.refreshTokens.insert(manager, {
+        userId: claimed.user_id,
+        familyId: claimed.family_id,
+        hash: nextHash,
+        expiresAt: this.expiry(now),
+        now: now.toISOString(),
+      });
+      return claimed.user_id;
     });
-    const role = userId ? await this.auth.liveUserRole(userId) : undefined;
-    if (!userId || !role) {
+    const role = issued ? await this.auth.liveUserRole(issued) : undefined;
+    if (!issued || !role) {
       throw Unauthorized('Invalid or expired refresh token');
     }
-    return this.issue(userId, role);
+    return this.pair(issued, role, token);
   }
 
   private async issue(userId: string, role: Role): Promise<TokenPair> {
     const { token, hash } = this.tokens.newOpaqueToken('rt_');
     const now = new Date();
-    const expires = new Date(now.getTime() + this.tokens.refreshTtlS * 1000).toISOString();
-    const p = (n: number) => this.db.p(n);
     await this.db.transaction(({ manager }) =>
-      manager.query(
-        `INSERT INTO refresh_tokens (id, user_id, token_hash, expires_at, used_at, created_at)
-         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, NULL, ${p(5)})`,
-        [newId('refreshToken'), userId, hash, expires, now.toISOString()],
-      ),
+      this.refreshTokens.insert(manager, {
+        userId,
+        hash,
+        expiresAt: this.expiry(now),
+        now: now.toISOString(),
+      }),
     );
+    return this.pair(userId, role, token);
+  }
+
+  private expiry(now: Date): string {
+    return new Date(now.getTime() + this.tokens.refreshTtlS * 1000).toISOString();
+  }
+
+  private pair(userId: string, role: Role, refreshToken: string): TokenPair {
     return {
       access_token: this.tokens.signAccessToken(userId, role),
       token_type: 'Bearer',
       expires_in: this.tokens.accessTtlS,
-      refresh_token: token,
+      refresh_token: refreshToken,
     };
   }
 }

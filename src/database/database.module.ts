@@ -4,6 +4,7 @@ import pg from 'pg';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { dataSourceOptions } from './database.options.js';
 import { DatabaseService } from './database.service.js';
+import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
 async function ensureSchema(config: AppConfig): Promise<void> {
   if (config.database.type !== 'postgres' || !config.database.schema) {
@@ -34,7 +35,7 @@ async function ensureSchema(config: AppConfig): Promise<void> {
       },
     }),
   ],
-  providers: [DatabaseService],
-  exports: [DatabaseService],
+  providers: [DatabaseService, RefreshTokensRepository],
+  exports: [DatabaseService, RefreshTokensRepository],
 })
 export class DatabaseModule {}

@@ -4,8 +4,13 @@ import type { DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '../config/config.js';
 import { InitialSchema1763700000000 } from './migrations/1763700000000-initial-schema.js';
 import { MessageSequence1763800000000 } from './migrations/1763800000000-message-sequence.js';
+import { SessionIntegrity1763900000000 } from './migrations/1763900000000-session-integrity.js';
 
-export const MIGRATIONS = [InitialSchema1763700000000, MessageSequence1763800000000];
+export const MIGRATIONS = [
+  InitialSchema1763700000000,
+  MessageSequence1763800000000,
+  SessionIntegrity1763900000000,
+];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */
 export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
