@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
+import { DataSource, EntityManager, QueryFailedError, type QueryRunner } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
 
 type AfterCommit = () => void | Promise<void>;
@@ -21,20 +21,76 @@ export interface TxContext {
   afterCommit(fn: AfterCommit): void;
 }
 
+type QueryFn = (...args: unknown[]) => Promise<unknown>;
+
 /**
- * The one door for writes. On SQLite, TypeORM shares a single connection between callers, so two
- * interleaved transactions would mix their statements: writes are queued one at a time. On
- * PostgreSQL each transaction gets its own pooled connection.
+ * The one door for writes. On PostgreSQL each transaction gets its own pooled connection.
+ *
+ * On SQLite every caller shares one connection, and whatever runs on it while a transaction is open
+ * runs inside that transaction: a read would see its uncommitted rows, and a write would commit or
+ * roll back with it. So on SQLite (docs/data-integrity.md):
+ * - transactions are queued one at a time, and run on a query runner of their own (same
+ *   connection, separate TypeORM runner object), so their statements can be told apart;
+ * - while one is open, every other statement waits until it has committed or rolled back: the raw
+ *   fast path below and TypeORM's shared runner (repositories, `dataSource.query`) alike;
+ * - a transaction begins only once the outside statements already running have finished.
+ * Inside a transaction, use `tx.manager`, never `db.query`: on SQLite that would wait for the
+ * transaction it is part of (and on PostgreSQL it would run on another connection).
  */
 @Injectable()
 export class DatabaseService {
   private readonly logger = new Logger(DatabaseService.name);
   private tail: Promise<unknown> = Promise.resolve();
+  /** SQLite: the transactions' own runner and manager, and whether a transaction is open. */
+  private txManager: EntityManager | undefined;
+  private txOpen = false;
+  private txClosed: Promise<void> = Promise.resolve();
+  /** SQLite: statements from outside any transaction that are running through TypeORM's runner. */
+  private outsideInFlight = 0;
+  private outsideDrained: (() => void) | null = null;
   private readonly statements = new Map<string, SqliteStatement>();
   readonly dialect: 'sqlite' | 'postgres';
 
   constructor(@InjectDataSource() readonly dataSource: DataSource) {
     this.dialect = dataSource.options.type === 'postgres' ? 'postgres' : 'sqlite';
+    if (this.dialect === 'sqlite') {
+      this.gateTypeormRunner();
+    }
+  }
+
+  private async waitForOpenTransaction(): Promise<void> {
+    while (this.txOpen) {
+      await this.txClosed;
+    }
+  }
+
+  /**
+   * better-sqlite3's TypeORM driver hands the same query runner to everyone (`createQueryRunner`),
+   * so gating its `query` covers repositories, query builders and `dataSource.query` (health
+   * checks). Transactions get a second runner on the same connection, which is not gated.
+   */
+  private gateTypeormRunner(): void {
+    const shared = this.dataSource.driver.createQueryRunner('master');
+    const Runner = shared.constructor as new (driver: unknown) => QueryRunner;
+    const txRunner = new Runner(this.dataSource.driver);
+    this.txManager = this.dataSource.createEntityManager(txRunner);
+    Object.assign(txRunner, { manager: this.txManager });
+
+    const gated = shared as unknown as { query: QueryFn };
+    const original: QueryFn = gated.query.bind(shared);
+    gated.query = async (...args: unknown[]) => {
+      await this.waitForOpenTransaction();
+      // counted in the same tick as the check, so a transaction cannot begin before this statement ran
+      this.outsideInFlight += 1;
+      try {
+        return await original(...args);
+      } finally {
+        this.outsideInFlight -= 1;
+        if (this.outsideInFlight === 0) {
+          this.outsideDrained?.();
+        }
+      }
+    };
   }
 
   /** Positional parameter placeholder n (1-based) for raw SQL on this dialect. */
@@ -55,6 +111,10 @@ export class DatabaseService {
     }
     // better-sqlite3 cannot bind booleans (TypeORM converts them the same way)
     const values = params.map((v) => (typeof v === 'boolean' ? Number(v) : v));
+    if (this.txOpen) {
+      await this.waitForOpenTransaction();
+    }
+    // from here on synchronous: nothing else can run on the connection until the statement is done
     this.dataSource.logger.logQuery(sql, values);
     try {
       const statement = this.statement(sql);
@@ -113,11 +173,16 @@ export class DatabaseService {
   }
 
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {
-    const run = async (): Promise<T> => {
+    const run = async (closed?: () => void): Promise<T> => {
       const callbacks: AfterCommit[] = [];
-      const result = await this.dataSource.transaction((manager) =>
-        work({ manager, afterCommit: (fn) => callbacks.push(fn) }),
-      );
+      let result: T;
+      try {
+        result = await (this.txManager ?? this.dataSource.manager).transaction((manager) =>
+          work({ manager, afterCommit: (fn) => callbacks.push(fn) }),
+        );
+      } finally {
+        closed?.();
+      }
       for (const fn of callbacks) {
         try {
           await fn();
@@ -130,9 +195,38 @@ export class DatabaseService {
     if (this.dialect === 'postgres') {
       return run();
     }
-    const next = this.tail.then(run, run);
+    const exclusive = () => this.exclusively(run);
+    const next = this.tail.then(exclusive, exclusive);
     this.tail = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * SQLite: runs `work` as the open transaction. Outside statements issued from now on wait; those
+   * already running finish first. The transaction closes (others may proceed) before its
+   * after-commit callbacks run.
+   */
+  private async exclusively<T>(work: (closed: () => void) => Promise<T>): Promise<T> {
+    let close!: () => void;
+    this.txClosed = new Promise<void>((resolve) => (close = resolve));
+    this.txOpen = true;
+    let closed = false;
+    const closeOnce = () => {
+      if (!closed) {
+        closed = true;
+        this.txOpen = false;
+        close();
+      }
+    };
+    try {
+      if (this.outsideInFlight > 0) {
+        await new Promise<void>((resolve) => (this.outsideDrained = resolve));
+        this.outsideDrained = null;
+      }
+      return await work(closeOnce);
+    } finally {
+      closeOnce();
+    }
   }
 
   /** True for the unique-constraint violation of either dialect. */
