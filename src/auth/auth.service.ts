@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
+import { isStorableText } from '../common/validation.js';
 import type { Caller } from './caller.js';
 import { dummyPasswordHash, verifyPassword } from './passwords.js';
 import { isRole, lowerRole, type Role } from './role.js';
@@ -45,6 +46,9 @@ export class AuthService {
   }
 
   async verifyBasic(email: string, password: string): Promise<Caller | undefined> {
+    if (!isStorableText(email) || !isStorableText(password)) {
+      return undefined; // no stored email holds NUL or a lone surrogate (PostgreSQL would refuse it)
+    }
     const rows = await this.db.query<{ id: string; role: string; password_hash: string | null }>(
       `SELECT id, role, password_hash FROM users WHERE email_normalized = ${this.db.p(1)} AND deleted_at IS NULL`,
       [email.trim().toLowerCase()],

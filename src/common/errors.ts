@@ -18,7 +18,8 @@ export type ErrorCode =
   | 'validation_failed'
   | 'rate_limited'
   | 'query_too_complex'
-  | 'internal_error';
+  | 'internal_error'
+  | 'service_unavailable';
 
 export interface ErrorDetail {
   field?: string;
@@ -85,6 +86,8 @@ export function statusOf(code: ErrorCode): number {
       return 400;
     case 'internal_error':
       return 500;
+    case 'service_unavailable':
+      return 503;
   }
 }
 
@@ -115,6 +118,8 @@ export function codeOfStatus(status: number): ErrorCode {
       return 'validation_failed';
     case 429:
       return 'rate_limited';
+    case 503:
+      return 'service_unavailable';
     default:
       return status >= 500 ? 'internal_error' : 'bad_request';
   }

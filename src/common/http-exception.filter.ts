@@ -1,5 +1,6 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DB_RETRY_AFTER_S, domainErrorOfDatabase } from '../database/db-errors.js';
 import {
   codeOfStatus,
   DomainError,
@@ -63,7 +64,7 @@ export function toDomainError(exception: unknown): DomainError | undefined {
     );
   }
   if (exception && typeof exception === 'object') {
-    return fromFastify(exception);
+    return domainErrorOfDatabase(exception) ?? fromFastify(exception);
   }
   return undefined;
 }
@@ -80,6 +81,9 @@ export function sendError(reply: FastifyReply, err: DomainError, requestId?: str
   if (status === 401) {
     void reply.header('WWW-Authenticate', WWW_AUTHENTICATE);
   }
+  if (status === 503) {
+    void reply.header('Retry-After', String(DB_RETRY_AFTER_S));
+  }
   void reply.code(status).header('Content-Type', 'application/json; charset=utf-8').send(body);
 }
 
@@ -92,6 +96,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     let error = toDomainError(exception);
+    if (error?.code === 'service_unavailable') {
+      request.log.warn({ err: exception }, 'database unavailable');
+    }
     if (!error) {
       request.log.error({ err: exception }, 'unhandled error');
       error = new DomainError(

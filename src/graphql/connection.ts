@@ -2,6 +2,7 @@ import type { Type } from '@nestjs/common';
 import { Directive, Field, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
+import { isStorableText } from '../common/validation.js';
 
 /** Relay connections (https://relay.dev/graphql/connections.htm) and the keyset paging behind them. */
 
@@ -93,8 +94,8 @@ export function decodeCursor(cursor: string, orderKey: string, argName: string):
         Array.isArray(parsed) &&
         parsed.length === 3 &&
         parsed[0] === orderKey &&
-        (typeof parsed[1] === 'string' || typeof parsed[1] === 'number') &&
-        typeof parsed[2] === 'string'
+        (isStorableText(parsed[1]) || typeof parsed[1] === 'number') &&
+        isStorableText(parsed[2])
       ) {
         return [parsed[1], parsed[2]];
       }

@@ -52,6 +52,7 @@ export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
     case 'query_too_complex':
       return 'QUERY_TOO_COMPLEX';
     case 'internal_error':
+    case 'service_unavailable': // the contract has no GraphQL code of its own for it
       return 'INTERNAL_SERVER_ERROR';
   }
 }

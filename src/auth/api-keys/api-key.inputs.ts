@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsISO8601, IsString, Length, ValidateIf } from 'class-validator';
+import { IsIn, IsString, Length, ValidateIf } from 'class-validator';
+import { IsRfc3339 } from '../../common/validation.js';
 import { Role, ROLES } from '../role.js';
 
 export class CreateApiKeyInput {
@@ -26,6 +27,6 @@ export class CreateApiKeyInput {
     description: 'null or absent: never expires',
   })
   @ValidateIf((o: CreateApiKeyInput) => o.expires_at !== undefined && o.expires_at !== null)
-  @IsISO8601({ strict: true }, { message: 'expires_at must be an RFC 3339 timestamp' })
+  @IsRfc3339()
   expires_at?: string | null;
 }

@@ -8,6 +8,7 @@ import {
   IsOptional,
   IsString,
 } from 'class-validator';
+import { ValidatedPerItem } from '../../common/validation.js';
 
 export const MAX_BATCH = 100;
 
@@ -24,6 +25,7 @@ export class BatchOperationInput {
 }
 
 /** POST /users/batch: the operations are validated one by one by the service (with their index). */
+@ValidatedPerItem()
 export class BatchInput {
   @ApiProperty({
     description:
