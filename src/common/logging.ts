@@ -9,6 +9,40 @@ export function redactUrl(url: string | undefined): string | undefined {
 }
 
 /**
+ * Members of a (database) error whose values are data, not diagnosis: TypeORM's `parameters` (an
+ * INSERT's would carry an email and a password hash), PostgreSQL's `detail` ("Key (email)=(…)",
+ * "Failing row contains (…)") and `where` (context lines with values). They never reach a log.
+ */
+const DATA_BEARING_ERROR_KEYS = new Set(['parameters', 'detail', 'where']);
+const REDACTED = '[redacted]';
+
+/** Replaces data-bearing members anywhere in a serialized error (nested driver errors, causes). */
+export function redactErrorData(value: unknown, depth = 0): unknown {
+  if (depth > 5 || value === null || typeof value !== 'object') {
+    return value;
+  }
+  if (Array.isArray(value)) {
+    return value.map((v) => redactErrorData(v, depth + 1));
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value as Record<string, unknown>)) {
+    out[key] =
+      DATA_BEARING_ERROR_KEYS.has(key) && member !== undefined
+        ? REDACTED
+        : redactErrorData(member, depth + 1);
+  }
+  return out;
+}
+
+/** pino's error serializer, then {@link redactErrorData}. */
+export function serializeError(err: unknown): unknown {
+  if (!(err instanceof Error)) {
+    return redactErrorData(err);
+  }
+  return redactErrorData(pino.stdSerializers.err(err));
+}
+
+/**
  * The one pino logger of the process, also Fastify's (`loggerInstance`): Fastify gives every request
  * a child logger carrying its `request_id`. Headers and bodies are never serialized, so
  * Authorization, X-API-Key, cookies and passwords cannot leak; `redact` guards the usual paths in
@@ -35,7 +69,8 @@ export function createRootLogger(config: AppConfig): Logger {
         ],
         censor: '[redacted]',
       },
-      serializers: { err: pino.stdSerializers.err },
+      // database errors carry their statement's parameters: serialized without them
+      serializers: { err: serializeError },
       // buffered, asynchronous writes: a synchronous write per line cost ~50 µs per request
     },
     pino.destination({ dest: 1, sync: false }),

@@ -5,6 +5,7 @@ import type { DatabaseConfig } from '../config/config.js';
 import { InitialSchema1763700000000 } from './migrations/1763700000000-initial-schema.js';
 import { MessageSequence1763800000000 } from './migrations/1763800000000-message-sequence.js';
 import { SessionIntegrity1763900000000 } from './migrations/1763900000000-session-integrity.js';
+import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -24,6 +25,8 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
       migrations: MIGRATIONS,
       migrationsRun: true,
       synchronize: false,
+      logger: new TypeOrmLogger(),
+      maxQueryExecutionTime: SLOW_QUERY_MS,
       statementCacheSize: 200,
       prepareDatabase: (conn: { pragma: (s: string) => unknown }) => {
         if (db.path !== ':memory:') {
@@ -40,6 +43,10 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
     migrations: MIGRATIONS,
     migrationsRun: true,
     synchronize: false,
+    logger: new TypeOrmLogger(),
+    maxQueryExecutionTime: SLOW_QUERY_MS,
+    // names the app's backends in pg_stat_activity (per test schema, so a test can find its own)
+    applicationName: db.schema ? `atrium/${db.schema}` : 'atrium',
     // a schema per test suite keeps suites apart on one database (see test/helpers/app.ts)
     extra: { max: 10, ...(db.schema ? { options: `-c search_path=${db.schema}` } : {}) },
   };
