@@ -67,12 +67,31 @@ export class AuthService {
   /** A first-party access token's caller; the role comes from the database, not the token. */
   async verifyBearer(token: string): Promise<Caller | undefined> {
     const claims = this.tokens.verifyAccessToken(token);
-    return claims ? this.callerFromClaims(claims.sub) : undefined;
+    return claims ? this.callerFromClaims(claims.sub, claims.iat) : undefined;
   }
 
-  async callerFromClaims(userId: string): Promise<Caller | undefined> {
-    const role = await this.liveUserRole(userId);
-    return role ? { userId, role, method: 'jwt' } : undefined;
+  /**
+   * The caller of a verified token of `userId` issued at `issuedAtS` (JWT `iat`, seconds): undefined
+   * when the user is gone, or when the token predates the user's last password change
+   * (`tokens_valid_after`; `iat` has one-second resolution, so a token issued within the same
+   * second as the change still passes).
+   */
+  async callerFromClaims(userId: string, issuedAtS?: number): Promise<Caller | undefined> {
+    const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
+      `SELECT role, tokens_valid_after FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
+      [userId],
+    );
+    const row = rows[0];
+    if (!row || !isRole(row.role)) {
+      return undefined;
+    }
+    if (row.tokens_valid_after !== null) {
+      const validAfterS = Math.floor(Date.parse(row.tokens_valid_after) / 1000);
+      if (typeof issuedAtS !== 'number' || issuedAtS < validAfterS) {
+        return undefined;
+      }
+    }
+    return { userId, role: row.role, method: 'jwt' };
   }
 
   async verifyApiKey(key: string): Promise<Caller | undefined> {

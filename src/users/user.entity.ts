@@ -25,6 +25,10 @@ export class UserEntity {
   @Column({ name: 'password_hash', type: 'varchar', length: 255, nullable: true })
   passwordHash!: string | null;
 
+  /** Set when the password changes: first-party access tokens issued before it are refused. */
+  @Column({ name: 'tokens_valid_after', type: 'varchar', length: 24, nullable: true })
+  tokensValidAfter!: string | null;
+
   @Column({ name: 'created_at', type: 'varchar', length: 24 })
   createdAt!: string;
 

@@ -16,6 +16,7 @@ import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
+import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { EventsService } from '../events/events.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
@@ -63,6 +64,7 @@ export class UsersService {
   constructor(
     private readonly db: DatabaseService,
     private readonly events: EventsService,
+    private readonly refreshTokens: RefreshTokensRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -343,6 +345,7 @@ export class UsersService {
       role: input.role ?? Role.USER,
       age: input.age ?? null,
       passwordHash: input.password ? await hashPassword(input.password) : null,
+      tokensValidAfter: null,
       createdAt: now,
       updatedAt: now,
       deletedAt: null,
@@ -384,10 +387,14 @@ export class UsersService {
     if (patch.age !== undefined) {
       changes.age = patch.age;
     }
-    if (patch.password !== undefined) {
-      changes.passwordHash = await hashPassword(patch.password);
-    }
     changes.updatedAt = laterThan(entity.updatedAt);
+    if (patch.password !== undefined) {
+      // a new password ends every session (docs/data-integrity.md): refresh tokens are deleted with
+      // the change, and access tokens issued before it are refused from now on
+      changes.passwordHash = await hashPassword(patch.password);
+      changes.tokensValidAfter = changes.updatedAt;
+      await this.refreshTokens.revokeUser(tx.manager, id);
+    }
     await this.writeGuarded(() => tx.manager.update(UserEntity, { id }, changes));
     const updated = userFromEntity({ ...entity, ...changes });
     tx.afterCommit(() => this.events.userUpdated(updated));
