@@ -31,10 +31,20 @@ const UNAVAILABLE_CODES = new Set([
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect|Client was closed|connection is closed/i;
 
+/**
+ * TypeORM's own errors when a transaction's connection died under it (TypeORM releases the runner of
+ * a client that emitted an error; the transaction's next statement then fails with these).
+ */
+const UNAVAILABLE_TYPEORM_ERRORS = new Set([
+  'QueryRunnerAlreadyReleasedError',
+  'QueryRunnerProviderAlreadyReleasedError',
+]);
+
 /** PostgreSQL codes for text it cannot store (NUL, invalid encoding) or that is too long. */
 const BAD_TEXT_CODES = new Set(['22021', '22P05', '22001']);
 
 interface DriverErrorLike {
+  name?: unknown;
   code?: unknown;
   message?: unknown;
   driverError?: DriverErrorLike;
@@ -63,7 +73,10 @@ export function domainErrorOfDatabase(exception: unknown): DomainError | undefin
   const errors = chain(exception);
   for (const e of errors) {
     const code = typeof e.code === 'string' ? e.code : undefined;
-    if (code && UNAVAILABLE_CODES.has(code)) {
+    if (
+      (code && UNAVAILABLE_CODES.has(code)) ||
+      (typeof e.name === 'string' && UNAVAILABLE_TYPEORM_ERRORS.has(e.name))
+    ) {
       return unavailable();
     }
     if (code && BAD_TEXT_CODES.has(code)) {
