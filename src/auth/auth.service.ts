@@ -78,7 +78,7 @@ export class AuthService {
    */
   async callerFromClaims(userId: string, issuedAtS?: number): Promise<Caller | undefined> {
     const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
-      `SELECT role, tokens_valid_after FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
+      `SELECT tokens_valid_after, role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
       [userId],
     );
     const row = rows[0];
