@@ -53,7 +53,7 @@ describe('GraphQL API (/graphql)', () => {
       expect(res.headers.get('content-type')).toContain('application/json');
       expect(res.body).toEqual({
         data: { user: { id: alice.id, name: 'Alice Liddell' } },
-        extensions: { cost: expect.objectContaining({ requested: 1, limit: 1000 }) },
+        extensions: { cost: expect.objectContaining({ requested: 1 + 2, limit: 1000 }) },
       });
     });
 
@@ -373,7 +373,9 @@ describe('GraphQL API (/graphql)', () => {
       );
       expect(sdl).toMatch(/admins: \[Admin!\] @auth\(requires: ADMIN\)/);
       expect(sdl).toMatch(/directive @auth\(requires: Role!\) on FIELD_DEFINITION/);
-      expect(sdl).toMatch(/content: String! @deprecated\(reason: "Use `body`\."\)/);
+      expect(sdl).toMatch(
+        /content: String! @cost\(complexity: 20\) @deprecated\(reason: "Use `body`\."\)/,
+      );
       expect(sdl).toMatch(/@cost\(complexity: 10\)/);
       expect(sdl).toMatch(/type User implements Node @cacheControl\(maxAge: 30\)/);
     });
@@ -430,16 +432,18 @@ describe('GraphQL API (/graphql)', () => {
   });
 
   describe('query cost and depth', () => {
-    it('reports the computed cost: 1 per object field, lists times first/last (default 20), @cost replaces', async () => {
+    it('reports the computed cost: 1 per field (scalars too), lists times first/last (default 20), @cost replaces', async () => {
       const cases: [string, number][] = [
-        ['{ me { id name } }', 1],
+        ['{ me { id name } }', 1 + 2],
         [
           '{ users(first: 10) { nodes { id posts(first: 5) { nodes { id } } } } }',
-          1 + 10 * (1 + (1 + 5 * 1)),
+          1 + 10 * (1 + 1 + (1 + 5 * (1 + 1))),
         ],
-        ['{ users { totalCount } }', 1],
-        ['{ users { edges { node { id } } } }', 1 + 20 * (1 + 1)],
-        ['{ posts(first: 3) { id author { id } } }', 1 + 3 * 1],
+        ['{ users { totalCount } }', 1 + 1],
+        ['{ users(first: 7) { totalCount nodes { id } } }', 1 + 1 + 7 * (1 + 1)],
+        ['{ users { edges { node { id } } } }', 1 + 20 * (1 + (1 + 1))],
+        ['{ posts(first: 3) { id author { id } } }', 1 + 3 * (1 + (1 + 1))],
+        ['{ posts(first: 3) { id body } }', 1 + 3 * (1 + 20)],
         ['{ search(term: "a", first: 5) { __typename } }', 10],
         ['{ __schema { types { name fields { name } } } }', 0],
       ];
@@ -465,7 +469,7 @@ describe('GraphQL API (/graphql)', () => {
             extensions: expect.objectContaining({ code: 'QUERY_TOO_COMPLEX' }),
           }),
         ]);
-        expect(res.body.extensions?.cost?.requested).toBe(1 + 100 * (1 + 1 + 100));
+        expect(res.body.extensions?.cost?.requested).toBe(1 + 100 * (1 + 1 + (1 + 100 * 2)));
         // only the credential check touched the database: no resolver ran
         expect(
           sql.statements.filter(
@@ -487,7 +491,7 @@ describe('GraphQL API (/graphql)', () => {
       const q =
         'query($n: Int) { users(first: $n) { nodes { posts(first: $n) { nodes { id } } } } }';
       const ok = await gql(t.url, q, { auth: admin, variables: { n: 5 } });
-      expect(ok.body.extensions?.cost?.requested).toBe(1 + 5 * (1 + 1 + 5));
+      expect(ok.body.extensions?.cost?.requested).toBe(1 + 5 * (1 + (1 + 5 * 2)));
       const tooMuch = await gql(t.url, q, { auth: admin, variables: { n: 50 } });
       expect(codes(tooMuch.body)).toEqual(['QUERY_TOO_COMPLEX']);
     });

@@ -154,7 +154,8 @@ describe('WebSocket caps', () => {
 
 describe('WebSocket operations and credentials against the shared counters', () => {
   it('spends each operation’s cost from the identity’s budget (shared with HTTP); over it, RATE_LIMITED', async () => {
-    const t = await startApp({ GRAPHQL_COST_BUDGET: '120', GRAPHQL_COST_WINDOW_S: '30' });
+    // the expensive operation costs 1 + 50 × (1 + (1 + 2)) = 201: one fits, two do not
+    const t = await startApp({ GRAPHQL_COST_BUDGET: '300', GRAPHQL_COST_WINDOW_S: '30' });
     try {
       const u = await signUp(t.url);
       const s = await RawSocket.open(t.url, { Authorization: `Bearer ${u.token}` });
@@ -168,7 +169,7 @@ describe('WebSocket operations and credentials against the shared counters', () 
       // HTTP sees what the socket spent
       const http = await u.client.post('/graphql', { query: '{ me { id } }' });
       expect(http.status).toBe(200);
-      expect(http.body.extensions.cost.remaining).toBeLessThan(120 - 50);
+      expect(http.body.extensions.cost.remaining).toBe(300 - 201 - 2);
       await s.close();
     } finally {
       await t.close();

@@ -1,26 +1,39 @@
 import {
   getNamedType,
   getNullableType,
+  getOperationAST,
   GraphQLError,
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
   isCompositeType,
   isListType,
   Kind,
+  typeFromAST,
   type DocumentNode,
-  type GraphQLCompositeType,
+  type FieldNode,
+  type FragmentDefinitionNode,
   type GraphQLField,
+  type GraphQLNamedType,
   type GraphQLSchema,
+  type InlineFragmentNode,
+  type SelectionSetNode,
+  type FragmentSpreadNode,
+  getArgumentValues,
+  getDirectiveValues,
+  getVariableValues,
 } from 'graphql';
-import { getComplexity, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_LIMIT } from '../common/list-query.js';
 
-/** DESIGN.md section 9. */
+/** The contract's limit (docs/graphql.md "Limits"). */
 export const MAX_QUERY_COST = 1000;
 
 interface FieldCostInfo {
-  /** The field's own cost: `@cost(complexity)` or 1 for object fields, 0 for scalars. */
+  /** The field's own cost: `@cost(complexity)`, else 1 (scalars and objects alike). */
   own: number;
-  /** Multiplies the children's cost by first/last (default 20): lists and paginated fields. */
+  /** Multiplies (part of) its selection by first/last (default 20): lists and paginated fields. */
   multiplies: boolean;
+  /** A `...Connection` type: only its `edges`/`nodes` are per item, `pageInfo`/`totalCount` once. */
+  connection: boolean;
   introspection: boolean;
 }
 
@@ -33,20 +46,22 @@ function costDirectiveOf(field: GraphQLField<unknown, unknown>): number | undefi
   return arg?.value.kind === Kind.INT ? Number(arg.value.value) : undefined;
 }
 
-function fieldInfo(
-  parent: GraphQLCompositeType,
-  field: GraphQLField<unknown, unknown>,
-): FieldCostInfo {
+function fieldInfo(parent: GraphQLNamedType, field: GraphQLField<unknown, unknown>): FieldCostInfo {
   let info = infoCache.get(field);
   if (!info) {
-    const introspection = field.name.startsWith('__') || parent.name.startsWith('__');
+    const named = getNamedType(field.type);
     const paginated = field.args.some((a) => a.name === 'first' || a.name === 'last');
-    // edges/nodes of a connection are already paid for by the connection field's first/last
+    const connection = isCompositeType(named) && named.name.endsWith('Connection');
+    // edges/nodes of a connection are paid for by the connection field's first/last
     const insideConnection = parent.name.endsWith('Connection');
     info = {
-      own: costDirectiveOf(field) ?? (isCompositeType(getNamedType(field.type)) ? 1 : 0),
-      multiplies: !insideConnection && (paginated || isListType(getNullableType(field.type))),
-      introspection,
+      own: costDirectiveOf(field) ?? 1,
+      multiplies:
+        !insideConnection &&
+        isCompositeType(named) &&
+        (paginated || isListType(getNullableType(field.type))),
+      connection,
+      introspection: field.name.startsWith('__') || parent.name.startsWith('__'),
     };
     infoCache.set(field, info);
   }
@@ -63,19 +78,137 @@ function pageSize(args: Record<string, unknown>): number {
   return Math.max(0, n);
 }
 
+const PER_ITEM_CONNECTION_FIELDS = new Set(['edges', 'nodes']);
+
 /**
- * 1 per object field, list and paginated fields times first/last (default 20), `@cost` replaces a
- * field's own cost. Introspection is free here (it is bounded by the depth rule and its switch).
+ * Walks the operation once. Fragments are costed once per type they are spread on (memoized), so
+ * nested spreads cannot make the walk exponential. Every branch of an abstract type (union,
+ * interface) is added, not maxed: an upper bound that never undercharges.
  */
-export const costEstimator: ComplexityEstimator = ({ type, field, args, childComplexity }) => {
-  const info = fieldInfo(type, field as GraphQLField<unknown, unknown>);
-  if (info.introspection) {
+class CostWalker {
+  private readonly fragmentCost = new Map<string, number>();
+  private readonly visiting = new Set<string>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly fragments: Map<string, FragmentDefinitionNode>,
+    private readonly variables: Record<string, unknown>,
+  ) {}
+
+  private included(node: FieldNode | InlineFragmentNode | FragmentSpreadNode): boolean {
+    if (!node.directives?.length) {
+      return true;
+    }
+    const skip = getDirectiveValues(GraphQLSkipDirective, node, this.variables);
+    if (skip?.if === true) {
+      return false;
+    }
+    const include = getDirectiveValues(GraphQLIncludeDirective, node, this.variables);
+    return include?.if !== false;
+  }
+
+  /** The cost of a selection set; `perItem` multiplies only edges/nodes (connections). */
+  selectionCost(set: SelectionSetNode, type: GraphQLNamedType, perItem = 1): number {
+    let total = 0;
+    for (const sel of set.selections) {
+      if (!this.included(sel)) {
+        continue;
+      }
+      if (sel.kind === Kind.FIELD) {
+        const cost = this.fieldCost(sel, type);
+        total +=
+          perItem !== 1 && PER_ITEM_CONNECTION_FIELDS.has(sel.name.value) ? perItem * cost : cost;
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        const cond = sel.typeCondition ? this.schema.getType(sel.typeCondition.name.value) : type;
+        total += this.selectionCost(sel.selectionSet, cond ?? type, perItem);
+      } else {
+        total += this.spreadCost(sel.name.value, perItem);
+      }
+    }
+    return total;
+  }
+
+  private spreadCost(name: string, perItem: number): number {
+    const fragment = this.fragments.get(name);
+    if (!fragment || this.visiting.has(name)) {
+      return 0; // unknown fragments and cycles are validation errors reported elsewhere
+    }
+    const key = perItem === 1 ? name : `${name}\u0000${perItem}`;
+    let cost = this.fragmentCost.get(key);
+    if (cost === undefined) {
+      const type = typeFromAST(this.schema, fragment.typeCondition);
+      this.visiting.add(name);
+      cost = type ? this.selectionCost(fragment.selectionSet, type, perItem) : 0;
+      this.visiting.delete(name);
+      this.fragmentCost.set(key, cost);
+    }
+    return cost;
+  }
+
+  private fieldCost(node: FieldNode, parent: GraphQLNamedType): number {
+    if (!('getFields' in parent)) {
+      return 0; // __typename on a union
+    }
+    const field = (parent.getFields() as Record<string, GraphQLField<unknown, unknown>>)[
+      node.name.value
+    ];
+    if (!field) {
+      return 0; // __typename, or unknown (a validation error)
+    }
+    const info = fieldInfo(parent, field);
+    if (info.introspection) {
+      return 0; // bounded by the depth rule, the document limits and the introspection switch
+    }
+    if (!node.selectionSet) {
+      return info.own;
+    }
+    const named = getNamedType(field.type);
+    const paginated = info.multiplies || info.connection;
+    const n = paginated ? pageSize(getArgumentValues(field, node, this.variables)) : 1;
+    if (info.connection) {
+      return info.own + this.selectionCost(node.selectionSet, named, n);
+    }
+    return info.own + (info.multiplies ? n : 1) * this.selectionCost(node.selectionSet, named);
+  }
+}
+
+/**
+ * The cost of one operation (docs/graphql.md "Limits"): 1 per field, scalars included; `@cost`
+ * replaces a field's own cost (large text fields cost more); a list or paginated field multiplies
+ * its selection by first/last (default 20); a connection multiplies only its `edges`/`nodes`.
+ * Introspection is free. Throws a GraphQLError when the variables do not coerce.
+ */
+export function computeCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown>,
+  operationName?: string,
+): number {
+  const operation = getOperationAST(document, operationName);
+  if (!operation) {
     return 0;
   }
-  return info.own + (info.multiplies ? pageSize(args) : 1) * childComplexity;
-};
-
-const ESTIMATORS = [costEstimator];
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, {
+    maxErrors: 1,
+  });
+  if (coerced.errors) {
+    throw coerced.errors[0] ?? new GraphQLError('Invalid variables');
+  }
+  const root = schema.getRootType(operation.operation);
+  if (!root) {
+    return 0;
+  }
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const def of document.definitions) {
+    if (def.kind === Kind.FRAGMENT_DEFINITION) {
+      fragments.set(def.name.value, def);
+    }
+  }
+  return new CostWalker(schema, fragments, coerced.coerced).selectionCost(
+    operation.selectionSet,
+    root,
+  );
+}
 
 /**
  * Costs already computed, per parsed document (Apollo hands the same DocumentNode object for the same
@@ -97,13 +230,7 @@ export function operationCost(
   if (cached !== undefined) {
     return cached;
   }
-  const cost = getComplexity({
-    schema,
-    query: document,
-    variables: variables ?? {},
-    operationName: operationName ?? undefined,
-    estimators: ESTIMATORS,
-  });
+  const cost = computeCost(schema, document, variables ?? {}, operationName ?? undefined);
   if (key.length > 2048) {
     return cost; // large inputs (bulk mutations) are not worth keeping
   }

@@ -1,4 +1,4 @@
-import { Field, ID, ObjectType } from '@nestjs/graphql';
+import { Directive, Field, ID, ObjectType } from '@nestjs/graphql';
 import { Connection } from '../graphql/connection.js';
 import { Node } from '../graphql/node.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
@@ -23,6 +23,7 @@ export class MessageModel implements Node {
   id!: string;
 
   @Field({ description: '1-4000 characters.' })
+  @Directive('@cost(complexity: 2)') // up to 4 000 characters: 1 point per 2 500 (docs/graphql.md)
   content!: string;
 
   @Field(() => DateTimeScalar)

@@ -1,6 +1,7 @@
 import {
   Args,
   Context,
+  Directive,
   ID,
   Int,
   Mutation,
@@ -68,6 +69,7 @@ export class PostsResolver {
     return (await userLoader(ctx, this.users).load(post.authorId)) ?? null;
   }
 
+  @Directive('@cost(complexity: 20)') // the body: as large as Post.body
   @ResolveField('content', () => String, {
     deprecationReason: 'Use `body`.',
     description: 'The body (old name).',

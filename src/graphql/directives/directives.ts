@@ -43,7 +43,7 @@ export const cacheControlDirective = new GraphQLDirective({
 export const costDirective = new GraphQLDirective({
   name: 'cost',
   description:
-    "Replaces the field's own cost (default 1 for object fields, 0 for scalars) in the query cost.",
+    "Replaces the field's own cost (default 1, scalars included) in the query cost: large text fields cost more.",
   locations: [DirectiveLocation.FIELD_DEFINITION],
   args: { complexity: { type: new GraphQLNonNull(GraphQLInt) } },
 });
