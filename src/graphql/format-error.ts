@@ -146,6 +146,21 @@ export function formatGraphqlError(
     });
   }
 
+  // Apollo's own request errors without a code but with a 4xx status (a persisted query whose hash
+  // does not match, an unsupported persisted query version): the client's fault, not ours
+  const status = (original as GraphQLError | undefined)?.extensions?.http as
+    | { status?: number }
+    | undefined;
+  if (
+    original instanceof GraphQLError &&
+    original.extensions.code === undefined &&
+    typeof status?.status === 'number' &&
+    status.status >= 400 &&
+    status.status < 500
+  ) {
+    return withCode(formatted, 'BAD_USER_INPUT', message, { reason: 'BAD_REQUEST' });
+  }
+
   logger.error({ err: original }, 'unexpected GraphQL error');
   return withCode(formatted, 'INTERNAL_SERVER_ERROR', 'Internal server error');
 }

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { depthLimitRule } from './depth-limit.rule.js';
+import { DOCUMENT_LIMITS, MAX_VALIDATION_ERRORS } from './document-limits.js';
 import { authDirectiveTransformer } from './directives/auth.directive.js';
 import {
   cacheControlDirective,
@@ -19,7 +20,13 @@ import { cacheControlHeaderPlugin, operationPolicyPlugin } from './graphql.plugi
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { allowLandingPageAssets } from './landing-page.csp.js';
 import { NodeResolver } from './node.resolver.js';
+import { registerRequestLimits } from './request-limits.js';
 import './role.graphql.js';
+
+/** "Did you mean ...?" hints name schema members: only in development, and never with introspection off. */
+export function hideSchemaDetails(config: AppConfig): boolean {
+  return !config.graphqlDevelopment || !config.graphqlIntrospection;
+}
 
 /** Apollo options from the configuration; shared by the app and `npm run schema:print`. */
 export function apolloOptions(
@@ -40,11 +47,15 @@ export function apolloOptions(
     graphiql: config.graphqlDevelopment,
     // replaced by a narrower check in the context factory (GET + Basic credentials only): see there
     csrfPrevention: false,
-    hideSchemaDetailsFromClientErrors: !config.graphqlDevelopment,
+    hideSchemaDetailsFromClientErrors: hideSchemaDetails(config),
     includeStacktraceInErrorResponses: false,
     autoTransformHttpErrors: false,
     formatError: formatGraphqlError,
     validationRules: [depthLimitRule()],
+    // documents over the limits are refused before Apollo sees them (registerRequestLimits); the
+    // token bound is repeated here, and validation stops after a few errors (each costs a scan)
+    parseOptions: { maxTokens: DOCUMENT_LIMITS.maxTokens },
+    validationOptions: { maxErrors: MAX_VALIDATION_ERRORS },
     plugins: [
       ApolloServerPluginCacheControl({ defaultMaxAge: 0, calculateHttpHeaders: false }),
       operationPolicyPlugin,
@@ -80,6 +91,10 @@ export class GraphqlApiModule implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    registerRequestLimits(
+      this.adapterHost.httpAdapter.getInstance<FastifyInstance>(),
+      GRAPHQL_PATH,
+    );
     if (this.config.graphqlDevelopment) {
       allowLandingPageAssets(
         this.adapterHost.httpAdapter.getInstance<FastifyInstance>(),

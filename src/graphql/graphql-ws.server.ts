@@ -13,7 +13,6 @@ import {
   getOperationAST,
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
-  parse,
   specifiedRules,
   validate,
   type DocumentNode,
@@ -34,8 +33,10 @@ import {
 import { GraphqlContextFactory } from './context.factory.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { depthLimitRule } from './depth-limit.rule.js';
+import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+import { variablesTooLarge, variablesViolation } from './request-limits.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
@@ -110,6 +111,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           if (!this.limits.operationAllowed(ctx)) {
             return [this.limits.tooManyOperationsError()];
           }
+          const tooLarge = variablesViolation(payload.variables);
+          if (tooLarge) {
+            return [variablesTooLarge(tooLarge)];
+          }
           const document = this.parseAndValidate(payload.query);
           if (!('kind' in document)) {
             return document;
@@ -183,12 +188,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private parseAndValidate(query: string): DocumentNode | readonly GraphQLError[] {
     let cached = this.documents.get(query);
     if (!cached) {
-      try {
-        const document = parse(query, { maxTokens: 10_000 });
-        const errors = validate(this.schemaHost.schema, document, this.rules);
+      // tokens, fields, aliases, same-name pairs, arguments: bounded before validation runs
+      const document = parseBounded(query);
+      if (document instanceof GraphQLError) {
+        cached = [document];
+      } else {
+        const errors = validate(this.schemaHost.schema, document, this.rules, {
+          maxErrors: MAX_VALIDATION_ERRORS,
+        });
         cached = errors.length > 0 ? errors : document;
-      } catch (err) {
-        cached = [err instanceof GraphQLError ? err : new GraphQLError('Invalid query')];
       }
       if (this.documents.size > 500) {
         this.documents.clear();
@@ -205,7 +213,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       json = { ...json, extensions: { ...json.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } };
     }
     const formatted = formatGraphqlError(json, error);
-    return this.config.graphqlDevelopment ? formatted : withoutSuggestions(formatted);
+    // as over HTTP: hints only in development with introspection on
+    return this.config.graphqlDevelopment && this.config.graphqlIntrospection
+      ? formatted
+      : withoutSuggestions(formatted);
   }
 
   async onModuleDestroy(): Promise<void> {

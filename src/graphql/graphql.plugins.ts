@@ -24,7 +24,24 @@ function withStatus(error: GraphQLError, status: number): GraphQLError {
 }
 
 /**
- * Before execution: anonymous callers only introspect; the operation's cost is computed (and kept on
+ * A malformed request keeps its 400 under application/json too: Apollo's BAD_REQUEST, and Apollo's
+ * own errors that carry an HTTP status but no code (e.g. a persisted query whose hash does not match).
+ */
+function isMalformedRequest(error: GraphQLError): boolean {
+  const { code, http } = error.extensions as { code?: unknown; http?: { status?: number } };
+  return code === 'BAD_REQUEST' || (code === undefined && http?.status === 400);
+}
+
+/** Subscriptions need a stream: over HTTP they are a malformed request (400 in both media types). */
+function subscriptionOverHttp(): GraphQLError {
+  return new GraphQLError(
+    'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql, not over HTTP',
+    { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
+  );
+}
+
+/**
+ * Before execution: subscriptions are refused (WebSocket only); anonymous callers only introspect; the operation's cost is computed (and kept on
  * `context.cost` for the rate-limit budget) and refused beyond the limit. Request errors answer 4xx
  * under application/graphql-response+json and 200 under application/json (GraphQL over HTTP).
  *
@@ -37,6 +54,9 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
     return {
       async didResolveOperation(rc: GraphQLRequestContextDidResolveOperation<GqlContext>) {
         const strict = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'));
+        if (rc.operation?.operation === OperationTypeNode.SUBSCRIPTION) {
+          throw subscriptionOverHttp();
+        }
         if (
           !rc.contextValue.caller &&
           (!rc.operation || !isIntrospectionOnly(rc.document, rc.operation))
@@ -70,7 +90,7 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
         if (
           !('data' in result) &&
           http.status === 400 &&
-          !rc.errors?.some((e) => e.extensions.code === 'BAD_REQUEST') &&
+          !rc.errors?.some(isMalformedRequest) &&
           !wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'))
         ) {
           http.status = 200;

@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { parseBounded } from './document-limits.js';
+import { formatGraphqlError } from './format-error.js';
+import { wantsGraphqlResponseJson } from './media-type.js';
+
+/**
+ * Bounds on GraphQL `variables` (docs/graphql.md "Limits"), the same as the JSON body bounds:
+ * nesting depth (`{"a":[1]}` is 2) and object members plus array elements, all levels together.
+ */
+export const VARIABLES_LIMITS = { maxDepth: 32, maxItems: 10_000 } as const;
+
+/** Why `variables` breaks the bounds, or undefined. Iterative: a hostile depth cannot overflow. */
+export function variablesViolation(
+  variables: unknown,
+  limits: { maxDepth: number; maxItems: number } = VARIABLES_LIMITS,
+): string | undefined {
+  if (variables === null || typeof variables !== 'object') {
+    return undefined;
+  }
+  let items = 0;
+  const stack: [unknown, number][] = [[variables, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop() as [unknown, number];
+    if (depth > limits.maxDepth) {
+      return `variables nest deeper than ${limits.maxDepth} levels`;
+    }
+    const children = Array.isArray(value) ? value : Object.values(value as object);
+    items += children.length;
+    if (items > limits.maxItems) {
+      return `variables hold more than ${limits.maxItems} entries`;
+    }
+    for (const child of children) {
+      if (child !== null && typeof child === 'object') {
+        stack.push([child, depth + 1]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The error for variables over the bounds: BAD_USER_INPUT, HTTP 400 (a malformed request). */
+export function variablesTooLarge(reason: string): GraphQLError {
+  return new GraphQLError(`Invalid variables: ${reason}`, {
+    // formatted as BAD_USER_INPUT with reason BAD_REQUEST, like Apollo's malformed-request errors
+    extensions: { code: 'BAD_REQUEST' },
+  });
+}
+
+/** Parse outcomes by query text, so a hot query is parsed once more here, not on every request. */
+const checked = new Map<string, GraphQLError | null>();
+const MAX_CACHED = 1000;
+const MAX_CACHED_LENGTH = 20_000;
+
+/** The error a document gets before validation (a limit, or a repeated argument), else null. */
+export function documentRefusal(query: string): GraphQLError | null {
+  const known = checked.get(query);
+  if (known !== undefined) {
+    return known;
+  }
+  const result = parseBounded(query);
+  const code = result instanceof GraphQLError ? result.extensions.code : undefined;
+  // syntax errors are left to Apollo, which reports them as it always has
+  const refusal =
+    code === 'QUERY_TOO_COMPLEX' || code === 'GRAPHQL_VALIDATION_FAILED'
+      ? (result as GraphQLError)
+      : null;
+  if (query.length <= MAX_CACHED_LENGTH) {
+    if (checked.size >= MAX_CACHED) {
+      checked.clear();
+    }
+    checked.set(query, refusal);
+  }
+  return refusal;
+}
+
+function send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError, status: number): void {
+  const strict = wantsGraphqlResponseJson(req.headers.accept);
+  const formatted: GraphQLFormattedError = formatGraphqlError(error.toJSON(), error);
+  void reply
+    .code(status === 400 ? 400 : strict ? 400 : 200)
+    .header(
+      'content-type',
+      strict
+        ? 'application/graphql-response+json; charset=utf-8'
+        : 'application/json; charset=utf-8',
+    )
+    .header('cache-control', 'no-store')
+    .send(JSON.stringify({ errors: [formatted] }));
+}
+
+/**
+ * Runs before Apollo on `POST|GET <path>`: a document over the limits of document-limits.ts
+ * (tokens, fields, aliases, same-name field pairs, arguments, directives) is refused with
+ * QUERY_TOO_COMPLEX before graphql-js validation could spend seconds on it, and variables over
+ * VARIABLES_LIMITS with BAD_USER_INPUT (HTTP 400) before coercion. Status as for every GraphQL
+ * request error: 400 under application/graphql-response+json, 200 under application/json; the
+ * variables refusal is 400 in both (a malformed request, like a body over the JSON bounds).
+ * Apollo's plugins cannot do this: an exception thrown before `didResolveOperation` is a 500.
+ */
+export function registerRequestLimits(fastify: FastifyInstance, path: string): void {
+  fastify.addHook('preHandler', (req, reply, done) => {
+    if ((req.method !== 'POST' && req.method !== 'GET') || req.url.split('?', 1)[0] !== path) {
+      done();
+      return;
+    }
+    const params = (req.method === 'GET' ? req.query : req.body) as
+      | { query?: unknown; variables?: unknown }
+      | undefined
+      | null;
+    if (!params || typeof params !== 'object' || Array.isArray(params)) {
+      done();
+      return;
+    }
+    let variables = params.variables;
+    if (typeof variables === 'string' && req.method === 'GET') {
+      try {
+        variables = JSON.parse(variables) as unknown;
+      } catch {
+        variables = undefined; // Apollo answers malformed JSON itself
+      }
+    }
+    const tooLarge = variablesViolation(variables);
+    if (tooLarge) {
+      send(req, reply, variablesTooLarge(tooLarge), 400);
+      return;
+    }
+    if (typeof params.query === 'string') {
+      const refusal = documentRefusal(params.query);
+      if (refusal) {
+        send(req, reply, refusal, 0);
+        return;
+      }
+    }
+    done();
+  });
+}
