@@ -4,6 +4,8 @@ import { codes, gql, sqlCounter } from './graphql-client.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
 import { createUser, tokenFor, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
+import { listening } from './subscriptions-helpers.js';
+import { TOPICS } from '../src/events/events.service.js';
 
 interface Frame {
   type: string;
@@ -251,6 +253,144 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
       expect(res.status).toBe(400);
       expect(codes(res.body)).toEqual(['BAD_USER_INPUT']);
     });
+  });
+});
+
+describe('the response size is capped while resolving', () => {
+  let t: TestApp;
+  let admin: string;
+  beforeAll(async () => {
+    t = await startApp();
+    admin = await tokenFor(t.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('answers QUERY_TOO_COMPLEX instead of a response over 4 MiB (HTTP and WebSocket)', async () => {
+    // 30 posts of 50 000 three-byte characters: 4.5 MB of bodies within 632 cost points
+    const bob = await createUser(t.url, { name: 'Bob Big' });
+    const body = '€'.repeat(50_000);
+    for (let i = 0; i < 30; i++) {
+      const res = await request(t.url, '/api/v1/posts', {
+        method: 'POST',
+        auth: { bearer: bob.token },
+        body: { title: `big ${i}`, body },
+      });
+      expect(res.status).toBe(201);
+    }
+    const q = `{ user(id: "${bob.id}") { posts(first: 30) { nodes { body } } } }`;
+    const strict = await gql(t.url, q, { auth: { bearer: admin }, headers: STRICT });
+    expect(strict.status).toBe(400);
+    expect(strict.body.data).toBeUndefined();
+    expect(strict.body.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/^Response too large/),
+        extensions: { code: 'QUERY_TOO_COMPLEX', response: { limit: 4 * 1024 * 1024 } },
+      }),
+    ]);
+    expect(strict.body.extensions?.cost?.requested).toBe(1 + 1 + 30 * (1 + 20));
+    expect(strict.headers.get('cache-control')).toBe('no-store');
+    const half = await gql(t.url, q.replace('first: 30', 'first: 20'), { auth: { bearer: admin } });
+    expect(half.body.errors).toBeUndefined();
+    expect(half.body.data.user.posts.nodes).toHaveLength(20);
+    const s = await openSocket(t.url, { Authorization: `Bearer ${admin}` });
+    try {
+      const ws = await s.run(q);
+      expect(ws.error ?? ws.next.errors).toEqual([
+        expect.objectContaining({
+          extensions: { code: 'QUERY_TOO_COMPLEX', response: { limit: 4 * 1024 * 1024 } },
+        }),
+      ]);
+
+      // a subscription event over 256 KiB is replaced by the error; smaller events still arrive
+      const roomRes = await gql(t.url, 'mutation($n: String!) { createRoom(name: $n) { id } }', {
+        auth: { bearer: admin },
+        variables: { n: `big-events-${Date.now()}` },
+      });
+      const room = roomRes.body.data.createRoom.id as string;
+      const selection = (n: number) =>
+        `subscription($r: ID!) { messageAdded(roomId: $r) { content author { posts(first: ${n}) { nodes { body } } } } }`;
+      s.subscribe('big', selection(2), { r: room });
+      s.subscribe('small', selection(1), { r: room });
+      await listening(t, TOPICS.messageAdded(room), 2);
+      const sent = await gql(
+        t.url,
+        'mutation($r: ID!) { sendMessage(roomId: $r, content: "look") { id } }',
+        { auth: { bearer: bob.token }, variables: { r: room } },
+      );
+      expect(sent.body.errors).toBeUndefined();
+      const bigEvent = await s.waitFor((f) => f.id === 'big' && f.type === 'next');
+      expect(bigEvent.payload).toEqual({
+        errors: [
+          expect.objectContaining({
+            extensions: { code: 'QUERY_TOO_COMPLEX', response: { limit: 256 * 1024 } },
+          }),
+        ],
+      });
+      const smallEvent = await s.waitFor((f) => f.id === 'small' && f.type === 'next');
+      expect(smallEvent.payload.data.messageAdded.author.posts.nodes[0].body).toBe(body);
+    } finally {
+      s.close();
+    }
+  });
+});
+
+describe('subscriptions pay their cost for every event', () => {
+  let t: TestApp;
+  let admin: string;
+  beforeAll(async () => {
+    // 4 points per event of the subscription below: alice's budget covers the subscribe and 6 events
+    t = await startApp({ GRAPHQL_COST_BUDGET: '28', GRAPHQL_COST_WINDOW_S: '60' });
+    admin = await tokenFor(t.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('charges every event against the budget and ends the subscription with RATE_LIMITED when it is spent', async () => {
+    const alice = await createUser(t.url, { name: 'Alice Events' });
+    const roomRes = await gql(t.url, 'mutation($n: String!) { createRoom(name: $n) { id } }', {
+      auth: { bearer: admin },
+      variables: { n: `events-${Date.now()}` },
+    });
+    const room = roomRes.body.data.createRoom.id as string;
+    const s = await openSocket(t.url, { Authorization: `Bearer ${alice.token}` });
+    try {
+      s.subscribe('sub', 'subscription($r: ID!) { messageAdded(roomId: $r) { id content } }', {
+        r: room,
+      });
+      await listening(t, TOPICS.messageAdded(room));
+      for (let i = 0; i < 8; i++) {
+        const sent = await gql(
+          t.url,
+          'mutation($r: ID!, $c: String!) { sendMessage(roomId: $r, content: $c) { id } }',
+          { auth: { bearer: admin }, variables: { r: room, c: `m${i}` } },
+        );
+        expect(sent.body.errors).toBeUndefined();
+      }
+      await s.waitFor((f) => f.id === 'sub' && f.type === 'complete');
+      const nexts = s.frames.filter((f) => f.id === 'sub' && f.type === 'next');
+      expect(nexts.slice(0, 6).map((f) => f.payload.data?.messageAdded.content)).toEqual([
+        'm0',
+        'm1',
+        'm2',
+        'm3',
+        'm4',
+        'm5',
+      ]);
+      expect(nexts).toHaveLength(7);
+      expect(nexts[6]?.payload).toEqual({
+        errors: [
+          expect.objectContaining({
+            message: expect.stringMatching(/budget exhausted/),
+            extensions: { code: 'RATE_LIMITED' },
+          }),
+        ],
+      });
+    } finally {
+      s.close();
+    }
   });
 });
 

@@ -10,13 +10,17 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
 import {
+  createSourceEventStream,
+  execute,
   getOperationAST,
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
+  OperationTypeNode,
   specifiedRules,
   validate,
   type DocumentNode,
   type ExecutionArgs,
+  type ExecutionResult,
   type GraphQLFormattedError,
   type ValidationRule,
 } from 'graphql';
@@ -29,7 +33,9 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import {
   CLOSE_TOO_MANY_CONNECTIONS,
   SocketLimitsService,
+  type SocketRef,
 } from '../rate-limit/socket-limits.service.js';
+import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { depthLimitRule } from './depth-limit.rule.js';
@@ -37,6 +43,8 @@ import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
+import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
+import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
@@ -61,6 +69,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private disposable?: Disposable;
   private rules: readonly ValidationRule[] = [];
   private readonly documents = new Map<string, DocumentNode | readonly GraphQLError[]>();
+  /** The socket an operation's context belongs to (for per-event charges). */
+  private readonly socketOf = new WeakMap<object, SocketRef>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -147,6 +157,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           }
           const contextValue = this.contexts.forSocket(caller, ctx.connectionParams);
           contextValue.cost = { requested, limit: MAX_QUERY_COST };
+          this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
           return {
             schema,
             document,
@@ -155,15 +166,53 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             contextValue,
           };
         },
+        subscribe: (args) => this.subscribeCharged(args),
         onError: (_ctx, _id, _payload, errors) => errors.map((e) => this.format(e)),
-        onNext: (_ctx, _id, _payload, _args, result) =>
-          result.errors?.length
+        onNext: (_ctx, _id, _payload, args, result) => {
+          // queries and mutations: the response cap of HTTP (events are capped in subscribeCharged)
+          const single =
+            getOperationAST(args.document, args.operationName)?.operation !==
+            OperationTypeNode.SUBSCRIPTION;
+          if (single && result.data && jsonSize(result) > MAX_RESPONSE_BYTES) {
+            return { errors: [this.format(responseTooLarge(MAX_RESPONSE_BYTES))] };
+          }
+          return result.errors?.length
             ? { ...result, errors: result.errors.map((e) => this.format(e)) }
-            : undefined,
+            : undefined;
+        },
       },
       this.wss,
     );
     this.adapterHost.httpAdapter.getHttpServer().on('upgrade', this.onUpgrade);
+  }
+
+  /**
+   * graphql-js `subscribe`, with each event charged before its selection runs: the operation's cost
+   * is spent from the identity's budget again for every event (a subscription re-executes its
+   * selection per event), and an event payload over MAX_EVENT_BYTES is replaced by an error. When the
+   * budget is used up the subscriber gets one RATE_LIMITED error and the subscription completes.
+   */
+  private async subscribeCharged(
+    args: ExecutionArgs,
+  ): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
+    const source = await createSourceEventStream(args);
+    if (!isAsyncIterable(source)) {
+      return source;
+    }
+    const context = args.contextValue as GqlContext;
+    const socket = this.socketOf.get(context);
+    const cost = context.cost?.requested ?? 0;
+    return mapEvents(source, async (payload) => {
+      const refused = socket ? await this.limits.chargeEvent(socket, cost) : undefined;
+      if (refused) {
+        return { result: { errors: [refused] }, last: true };
+      }
+      const result = await execute({ ...args, rootValue: payload });
+      if (jsonSize(result) > MAX_EVENT_BYTES) {
+        return { result: { errors: [responseTooLarge(MAX_EVENT_BYTES)] }, last: false };
+      }
+      return { result, last: false };
+    });
   }
 
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {

@@ -7,8 +7,10 @@ import type {
 import { GraphQLError, OperationTypeNode } from 'graphql';
 import type { GqlContext } from './context.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
+import { formatGraphqlError } from './format-error.js';
 import { wantsGraphqlResponseJson } from './media-type.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+import { MAX_RESPONSE_BYTES, ResponseSize, responseTooLarge } from './response-size.js';
 
 function inputError(err: unknown, status: number): GraphQLError {
   const message = err instanceof Error ? err.message : 'Invalid variables';
@@ -51,7 +53,22 @@ function subscriptionOverHttp(): GraphQLError {
  */
 export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
   async requestDidStart(): Promise<GraphQLRequestListener<GqlContext>> {
+    const size = new ResponseSize(MAX_RESPONSE_BYTES);
     return {
+      // the response is measured while it is resolved: past the cap, no further resolver runs
+      async executionDidStart() {
+        return {
+          willResolveField({ info }) {
+            size.check();
+            return (error: unknown, result: unknown) => {
+              if (!error) {
+                size.add(info.path.key, result);
+              }
+            };
+          },
+        };
+      },
+
       async didResolveOperation(rc: GraphQLRequestContextDidResolveOperation<GqlContext>) {
         const strict = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'));
         if (rc.operation?.operation === OperationTypeNode.SUBSCRIPTION) {
@@ -81,7 +98,14 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
         if (body.kind !== 'single') {
           return;
         }
-        const result = body.singleResult;
+        let result = body.singleResult;
+        if (size.exceeded) {
+          const error = responseTooLarge(size.limit);
+          result = body.singleResult = { errors: [formatGraphqlError(error.toJSON(), error)] };
+          http.status = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'))
+            ? 400
+            : 200;
+        }
         if (rc.contextValue.cost) {
           result.extensions = { ...result.extensions, cost: { ...rc.contextValue.cost } };
         }

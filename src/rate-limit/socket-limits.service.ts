@@ -144,6 +144,31 @@ export class SocketLimitsService {
     return undefined;
   }
 
+  /**
+   * One subscription event: `cost` points from the identity's GraphQL budget (no request counted).
+   * The error to send when the budget is used up, else undefined (also when the store is unavailable).
+   */
+  async chargeEvent(socket: SocketRef, cost: number): Promise<GraphQLError | undefined> {
+    if (!this.config.rateLimitEnabled || cost <= 0) {
+      return undefined;
+    }
+    const identity = this.identities.get(socket) ?? 'ip:unknown';
+    const budget = this.config.graphqlCostBudget;
+    const spent = await this.limits.hit(
+      BUCKET_GRAPHQL_COST,
+      identity,
+      cost,
+      budget,
+      this.config.graphqlCostWindowS,
+    );
+    if (spent && !spent.allowed) {
+      return rateLimited(
+        `Query cost budget exhausted: each event of this subscription costs ${cost} points, ${Math.max(0, budget - spent.count)} of ${budget} are left; the subscription ends, subscribe again in ${secondsUntil(spent.resetMs)} s`,
+      );
+    }
+    return undefined;
+  }
+
   get maxConnections(): number {
     return this.config.wsMaxConnectionsPerIdentity;
   }
