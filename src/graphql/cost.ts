@@ -245,9 +245,15 @@ export function operationCost(
   return cost;
 }
 
-export function tooComplex(cost: number): GraphQLError {
+/**
+ * A subscription re-executes its selection for every event, so its cost is bounded tighter: about
+ * what one 256 KiB event can carry (1 point per 2 500 characters of large text).
+ */
+export const MAX_SUBSCRIPTION_COST = 100;
+
+export function tooComplex(cost: number, limit = MAX_QUERY_COST): GraphQLError {
   return new GraphQLError(
-    `Query cost ${cost} exceeds the maximum of ${MAX_QUERY_COST}: request fewer items (first/last) or fewer fields`,
-    { extensions: { code: 'QUERY_TOO_COMPLEX', cost: { requested: cost, limit: MAX_QUERY_COST } } },
+    `Query cost ${cost} exceeds the maximum of ${limit}${limit === MAX_SUBSCRIPTION_COST ? ' for a subscription (charged again for every event)' : ''}: request fewer items (first/last) or fewer fields`,
+    { extensions: { code: 'QUERY_TOO_COMPLEX', cost: { requested: cost, limit } } },
   );
 }

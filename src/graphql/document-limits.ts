@@ -63,6 +63,7 @@ class ShapeCheck {
   private readonly expanded = new Map<string, { fields: number; aliases: number }>();
   private readonly levels = new Map<string, Level>();
   private pairs = 0;
+  private readonly setLevels = new WeakMap<SelectionSetNode, Level>();
   private readonly visiting = new Set<string>();
   private error?: GraphQLError;
 
@@ -238,6 +239,15 @@ class ShapeCheck {
 
   /** The fields at the level of `set`, by response name (inline fragments and spreads merged in). */
   private level(set: SelectionSetNode): Level {
+    let names = this.setLevels.get(set);
+    if (!names) {
+      names = this.buildLevel(set);
+      this.setLevels.set(set, names);
+    }
+    return names;
+  }
+
+  private buildLevel(set: SelectionSetNode): Level {
     const names: Level = new Map();
     for (const sel of set.selections) {
       if (sel.kind === Kind.FIELD) {

@@ -37,7 +37,7 @@ import {
 } from '../rate-limit/socket-limits.service.js';
 import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
-import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
+import { MAX_QUERY_COST, MAX_SUBSCRIPTION_COST, operationCost, tooComplex } from './cost.js';
 import { depthLimitRule } from './depth-limit.rule.js';
 import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
@@ -147,8 +147,12 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           } catch (err) {
             return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
           }
-          if (requested > MAX_QUERY_COST) {
-            return [tooComplex(requested)];
+          const limit =
+            operation.operation === OperationTypeNode.SUBSCRIPTION
+              ? MAX_SUBSCRIPTION_COST
+              : MAX_QUERY_COST;
+          if (requested > limit) {
+            return [tooComplex(requested, limit)];
           }
           // a request from the identity's request bucket and the cost from its budget, as over HTTP
           const refused = await this.limits.chargeOperation(ctx, requested);
@@ -156,7 +160,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             return [refused];
           }
           const contextValue = this.contexts.forSocket(caller, ctx.connectionParams);
-          contextValue.cost = { requested, limit: MAX_QUERY_COST };
+          contextValue.cost = { requested, limit };
           this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
           return {
             schema,
