@@ -348,6 +348,27 @@ describe('subscriptions pay their cost for every event', () => {
     await t.close();
   });
 
+  it('refuses a subscription over 100 points at subscribe (it would be re-executed for every event)', async () => {
+    const alice = await createUser(t.url, { name: 'Alice Heavy' });
+    const s = await openSocket(t.url, { Authorization: `Bearer ${alice.token}` });
+    try {
+      const heavy = await s.run(
+        'subscription { newMessage { author { posts(first: 5) { nodes { body } } } } }',
+      );
+      expect(heavy.error).toEqual([
+        expect.objectContaining({
+          message: expect.stringMatching(/maximum of 100 for a subscription/),
+          extensions: expect.objectContaining({
+            code: 'QUERY_TOO_COMPLEX',
+            cost: { requested: 1 + (1 + (1 + 5 * (1 + 20))), limit: 100 },
+          }),
+        }),
+      ]);
+    } finally {
+      s.close();
+    }
+  });
+
   it('charges every event against the budget and ends the subscription with RATE_LIMITED when it is spent', async () => {
     const alice = await createUser(t.url, { name: 'Alice Events' });
     const roomRes = await gql(t.url, 'mutation($n: String!) { createRoom(name: $n) { id } }', {
