@@ -33,7 +33,6 @@ const ADMIN_EMAIL = 'bench-admin@example.com';
 const ADMIN_PASSWORD = 'bench-password-123';
 const MALLORY = {
   name: 'Mallory',
-  email: 'mallory@example.com',
   password: 'mallory-password-123',
   role: 'USER',
 };
@@ -104,12 +103,14 @@ async function main() {
     await post(`${app}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })
   ).json.access_token;
   const auth = { authorization: `Bearer ${token}` };
-  // the hostile identity: a registered USER (registration is open)
-  await post(`${app}/api/v1/users`, MALLORY, auth);
-  const malloryToken = (
-    await post(`${app}/api/v1/auth/token`, { email: MALLORY.email, password: MALLORY.password })
-  ).json.access_token;
-  const hostileAuth = { authorization: `Bearer ${malloryToken}` };
+  // a fresh hostile USER per phase (registration is open), each with its own cost budget
+  let mallories = 0;
+  const mallory = async () => {
+    const who = { ...MALLORY, email: `mallory-${++mallories}@example.com` };
+    await post(`${app}/api/v1/users`, who, auth);
+    return (await post(`${app}/api/v1/auth/token`, { email: who.email, password: who.password }))
+      .json.access_token;
+  };
   const body = 'x'.repeat(50_000);
   for (let i = 0; i < 100; i++) {
     await post(`${app}/api/v1/posts`, { title: `big ${i}`, body }, auth);
@@ -122,19 +123,22 @@ async function main() {
   rows.push(await phase('baseline (no hostile traffic)', app, auth, rss, undefined));
   const only = process.env.BENCH_PHASES; // e.g. "repeated" runs only the phases whose name has it
   for (const h of HOSTILE.filter((x) => !only || x.name.includes(only))) {
+    const hostileAuth = { authorization: `Bearer ${await mallory()}` };
     rows.push(
       await phase(h.name, app, auth, rss, () =>
         sendGraphql(app, h.query, h.auth ? hostileAuth : {}),
       ),
     );
   }
-  if (!only || 'subscriptions'.includes(only))
+  if (!only || '50 subscriptions'.includes(only)) {
+    const token = await mallory();
     rows.push(
       await phase('50 subscriptions x 4 post bodies, 10 messages/s', app, auth, rss, undefined, {
-        setup: () => subscriptions(app, malloryToken, room, 50),
+        setup: () => subscriptions(app, token, room, 50),
         tick: () => post(`${app}/api/v1/rooms/${room}/messages`, { content: 'ping' }, auth),
       }),
     );
+  }
   rss.stop();
 
   console.log(
@@ -150,6 +154,8 @@ async function main() {
       'max'.padStart(8),
       'good n'.padStart(7),
       'RSS peak'.padStart(9),
+      'app CPU'.padStart(8),
+      'CPU/hostile'.padStart(12),
     ].join(' '),
   );
   for (const r of rows) {
@@ -163,6 +169,8 @@ async function main() {
         `${r.max.toFixed(1)}ms`.padStart(8),
         String(r.n).padStart(7),
         `${r.rssPeakMb}MB`.padStart(9),
+        `${Math.round(r.cpuBusy * 100)}%`.padStart(8),
+        `${r.cpuPerHostile.toFixed(1)}ms`.padStart(12),
       ].join(' '),
     );
   }
@@ -174,6 +182,7 @@ async function main() {
 async function phase(name, app, auth, rss, hostile, extra) {
   const stopExtra = extra?.setup ? await extra.setup() : undefined;
   rss.reset();
+  const cpu0 = rss.cpuMs();
   let running = true;
   let sent = 0;
   const answers = new Map();
@@ -222,6 +231,7 @@ async function phase(name, app, auth, rss, hostile, extra) {
   await sleep(SECONDS * 1000);
   running = false;
   await Promise.all([good, ...loops]);
+  const cpuMs = rss.cpuMs() - cpu0;
   const extraOutcome = await stopExtra?.();
   if (extraOutcome) {
     answers.set(extraOutcome, 1);
@@ -240,6 +250,9 @@ async function phase(name, app, auth, rss, hostile, extra) {
     max: latencies.at(-1) ?? 0,
     n: latencies.length,
     rssPeakMb: Math.round(rss.peak() / 1024),
+    // server CPU per hostile request: independent of what else the machine runs
+    cpuPerHostile: sent > 0 ? cpuMs / sent : 0,
+    cpuBusy: cpuMs / (SECONDS * 1000),
   };
 }
 
@@ -308,6 +321,15 @@ function rssSampler(pid) {
   const timer = setInterval(read, 20);
   return {
     peak: () => peak,
+    /** user + system CPU time of the process so far, in ms (clock ticks of 10 ms) */
+    cpuMs: () => {
+      try {
+        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        return (Number(fields[11]) + Number(fields[12])) * 10;
+      } catch {
+        return 0;
+      }
+    },
     reset: () => {
       peak = 0;
       read();
