@@ -220,7 +220,7 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
       const post = await gql(t.url, q, { auth: { bearer: admin }, variables });
       expect(post.status).toBe(400);
       expect(codes(post.body)).toEqual(['BAD_USER_INPUT']);
-      expect(post.body.errors?.[0]?.message).toMatch(/more than 10000 entries/);
+      expect(post.body.errors?.[0]?.message).toMatch(/more than 10000/);
       const s = await socket({ Authorization: `Bearer ${admin}` });
       const ws = await s.run(q, variables);
       expect(ws.error?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);

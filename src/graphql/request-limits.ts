@@ -5,8 +5,9 @@ import { formatGraphqlError } from './format-error.js';
 import { wantsGraphqlResponseJson } from './media-type.js';
 
 /**
- * Bounds on GraphQL `variables` (docs/graphql.md "Limits"), the same as the JSON body bounds:
- * nesting depth (`{"a":[1]}` is 2) and object members plus array elements, all levels together.
+ * Bounds on GraphQL `variables` of WebSocket operations (docs/graphql.md "Limits"), the defaults of
+ * the JSON body bounds that cover HTTP (BODY_MAX_DEPTH, BODY_MAX_ITEMS): nesting depth
+ * (`{"a":[1]}` is 2) and object members plus array elements, all levels together.
  */
 export const VARIABLES_LIMITS = { maxDepth: 32, maxItems: 10_000 } as const;
 
@@ -39,7 +40,7 @@ export function variablesViolation(
   return undefined;
 }
 
-/** The error for variables over the bounds: BAD_USER_INPUT, HTTP 400 (a malformed request). */
+/** The error for variables over the bounds: BAD_USER_INPUT (reason BAD_REQUEST: a malformed request). */
 export function variablesTooLarge(reason: string): GraphQLError {
   return new GraphQLError(`Invalid variables: ${reason}`, {
     // formatted as BAD_USER_INPUT with reason BAD_REQUEST, like Apollo's malformed-request errors
@@ -74,11 +75,11 @@ export function documentRefusal(query: string): GraphQLError | null {
   return refusal;
 }
 
-function send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError, status: number): void {
+function send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError): void {
   const strict = wantsGraphqlResponseJson(req.headers.accept);
   const formatted: GraphQLFormattedError = formatGraphqlError(error.toJSON(), error);
   void reply
-    .code(status === 400 ? 400 : strict ? 400 : 200)
+    .code(strict ? 400 : 200)
     .header(
       'content-type',
       strict
@@ -92,11 +93,11 @@ function send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError, sta
 /**
  * Runs before Apollo on `POST|GET <path>`: a document over the limits of document-limits.ts
  * (tokens, fields, aliases, same-name field pairs, arguments, directives) is refused with
- * QUERY_TOO_COMPLEX before graphql-js validation could spend seconds on it, and variables over
- * VARIABLES_LIMITS with BAD_USER_INPUT (HTTP 400) before coercion. Status as for every GraphQL
- * request error: 400 under application/graphql-response+json, 200 under application/json; the
- * variables refusal is 400 in both (a malformed request, like a body over the JSON bounds).
+ * QUERY_TOO_COMPLEX before graphql-js validation could spend seconds on it. Status as for every
+ * GraphQL request error: 400 under application/graphql-response+json, 200 under application/json.
  * Apollo's plugins cannot do this: an exception thrown before `didResolveOperation` is a 500.
+ * (Variables over HTTP are bounded earlier, by the JSON body parser and the GET query-string check
+ * of app.factory.ts, with the same numbers as VARIABLES_LIMITS.)
  */
 export function registerRequestLimits(fastify: FastifyInstance, path: string): void {
   fastify.addHook('preHandler', (req, reply, done) => {
@@ -105,30 +106,17 @@ export function registerRequestLimits(fastify: FastifyInstance, path: string): v
       return;
     }
     const params = (req.method === 'GET' ? req.query : req.body) as
-      | { query?: unknown; variables?: unknown }
+      | { query?: unknown }
       | undefined
       | null;
     if (!params || typeof params !== 'object' || Array.isArray(params)) {
       done();
       return;
     }
-    let variables = params.variables;
-    if (typeof variables === 'string' && req.method === 'GET') {
-      try {
-        variables = JSON.parse(variables) as unknown;
-      } catch {
-        variables = undefined; // Apollo answers malformed JSON itself
-      }
-    }
-    const tooLarge = variablesViolation(variables);
-    if (tooLarge) {
-      send(req, reply, variablesTooLarge(tooLarge), 400);
-      return;
-    }
     if (typeof params.query === 'string') {
       const refusal = documentRefusal(params.query);
       if (refusal) {
-        send(req, reply, refusal, 0);
+        send(req, reply, refusal);
         return;
       }
     }
