@@ -282,7 +282,8 @@ describe('posts resource (/api/v1/posts)', () => {
       const base = `${PUBLIC_URL}/api/v1/posts?author_id=${writer.id}`;
       expect(link).toContain(`<${base}&page=1&limit=1>; rel="first"`);
       expect(link).toContain(`<${base}&page=1&limit=1>; rel="prev"`);
-      expect(link).toContain(`<${base}&page=3&limit=1>; rel="next"`);
+      expect(link).toMatch(/&page=3&limit=1&cursor=[\w-]+>; rel="next"/);
+      expect(link).toContain(`<${base}&page=3&limit=1&cursor=`);
       expect(link).toContain(`<${base}&page=3&limit=1>; rel="last"`);
     });
 

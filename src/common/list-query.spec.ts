@@ -15,6 +15,7 @@ describe('parseListQuery', () => {
       limit: 20,
       sort: spec.defaultSort,
       filters: {},
+      pageGiven: false,
     });
   });
 

@@ -10,6 +10,10 @@ export interface ListQuery<F extends string = string> {
   limit: number;
   sort: SortTerm[];
   filters: Partial<Record<F, string>>;
+  /** `cursor`: a keyset position (from `Link: rel="next"`); decoded by the list (src/common/keyset.ts). */
+  cursor?: string;
+  /** Whether `page` was given (with a cursor it only labels the page in `meta` and `Link`). */
+  pageGiven?: boolean;
 }
 
 export interface ListSpec<F extends string = string> {
@@ -22,6 +26,11 @@ export interface ListSpec<F extends string = string> {
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
+/**
+ * Deepest row a page number may reach (`page * limit`): OFFSET walks every skipped row, so deeper
+ * pages are reached by following `Link: rel="next"`, whose keyset cursor costs the same at any depth.
+ */
+export const MAX_OFFSET_DEPTH = 10_000;
 
 function positiveInt(
   raw: unknown,
@@ -70,6 +79,23 @@ export function parseListQuery<F extends string>(
     sort = terms;
   }
 
+  let cursor: string | undefined;
+  if (query.cursor !== undefined) {
+    if (typeof query.cursor !== 'string' || !/^[A-Za-z0-9_-]{1,400}$/.test(query.cursor)) {
+      details.push({ field: 'cursor', message: 'cursor must be the cursor of a Link header' });
+    } else {
+      cursor = query.cursor;
+    }
+  }
+  if (query.cursor === undefined && page * limit > MAX_OFFSET_DEPTH) {
+    details.push({
+      field: 'page',
+      message:
+        `page * limit may be at most ${MAX_OFFSET_DEPTH}: to go deeper, follow the ` +
+        `Link rel="next" URL (its cursor parameter costs the same at any depth)`,
+    });
+  }
+
   const filters: Partial<Record<F, string>> = {};
   for (const [name, allowed] of Object.entries(spec.filters) as [F, readonly string[]][]) {
     const value = query[name];
@@ -86,7 +112,7 @@ export function parseListQuery<F extends string>(
   if (details.length > 0) {
     throw BadRequest('Invalid query parameters', details);
   }
-  return { page, limit, sort, filters };
+  return { page, limit, sort, filters, cursor, pageGiven: query.page !== undefined };
 }
 
 /** ORDER BY clause for validated sort terms over whitelisted columns; ties broken by id. */
@@ -99,7 +125,8 @@ export function orderBySql(sort: SortTerm[], columns: Record<string, string>, al
 }
 
 export interface PageMeta {
-  page: number;
+  /** null on a cursor page reached without a page number */
+  page: number | null;
   limit: number;
   total: number;
 }
@@ -107,26 +134,54 @@ export interface PageMeta {
 export interface Page<T> {
   data: T[];
   meta: PageMeta;
+  /** Keyset cursor of the next page (lists paged by cursor; null on the last page). */
+  next?: string | null;
 }
 
-/** RFC 8288 Link header: first, prev, next, last (absolute URLs, other query parameters kept). */
-export function linkHeader(publicUrl: string, rawUrl: string, meta: PageMeta): string {
+/**
+ * RFC 8288 Link header: first, prev, next, last (absolute URLs, other query parameters kept).
+ * `next` is the keyset cursor of the page's last row (null on the last page) for lists that page by
+ * cursor; lists without one (`undefined`) link page numbers. `prev` and `last` are page numbers and
+ * are left out where that page would be deeper than MAX_OFFSET_DEPTH.
+ */
+export function linkHeader(
+  publicUrl: string,
+  rawUrl: string,
+  meta: PageMeta,
+  next?: string | null,
+): string {
   const url = new URL(rawUrl, 'http://placeholder');
   url.searchParams.delete('api_key'); // never echo a credential back in a link
+  url.searchParams.delete('cursor');
   const lastPage = Math.max(1, Math.ceil(meta.total / meta.limit));
-  const at = (page: number) => {
+  const shallow = (page: number) => page * meta.limit <= MAX_OFFSET_DEPTH;
+  const at = (page: number | null, cursor?: string) => {
     const params = new URLSearchParams(url.searchParams);
-    params.set('page', String(page));
+    if (page === null) {
+      params.delete('page');
+    } else {
+      params.set('page', String(page));
+    }
     params.set('limit', String(meta.limit));
+    if (cursor) {
+      params.set('cursor', cursor);
+    }
     return `<${publicUrl}${url.pathname}?${params.toString()}>`;
   };
   const links = [`${at(1)}; rel="first"`];
-  if (meta.page > 1) {
-    links.push(`${at(Math.min(meta.page - 1, lastPage))}; rel="prev"`);
+  const page = meta.page;
+  if (page !== null && page > 1 && shallow(Math.min(page - 1, lastPage))) {
+    links.push(`${at(Math.min(page - 1, lastPage))}; rel="prev"`);
   }
-  if (meta.page < lastPage) {
-    links.push(`${at(meta.page + 1)}; rel="next"`);
+  if (next !== undefined) {
+    if (next !== null) {
+      links.push(`${at(page === null ? null : page + 1, next)}; rel="next"`);
+    }
+  } else if (page !== null && page < lastPage) {
+    links.push(`${at(page + 1)}; rel="next"`);
   }
-  links.push(`${at(lastPage)}; rel="last"`);
+  if (shallow(lastPage)) {
+    links.push(`${at(lastPage)}; rel="last"`);
+  }
   return links.join(', ');
 }

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import pg from 'pg';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { dataSourceOptions } from './database.options.js';
+import { CountersRepository } from './counters.repository.js';
 import { DatabaseService } from './database.service.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
@@ -35,7 +36,7 @@ async function ensureSchema(config: AppConfig): Promise<void> {
       },
     }),
   ],
-  providers: [DatabaseService, RefreshTokensRepository],
-  exports: [DatabaseService, RefreshTokensRepository],
+  providers: [DatabaseService, RefreshTokensRepository, CountersRepository],
+  exports: [DatabaseService, RefreshTokensRepository, CountersRepository],
 })
 export class DatabaseModule {}

@@ -6,11 +6,15 @@ import { InitialSchema1763700000000 } from './migrations/1763700000000-initial-s
 import { MessageSequence1763800000000 } from './migrations/1763800000000-message-sequence.js';
 import { SessionIntegrity1763900000000 } from './migrations/1763900000000-session-integrity.js';
 import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
+import { ListCounts1764000000000 } from './migrations/1764000000000-list-counts.js';
+import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexes.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
   MessageSequence1763800000000,
   SessionIntegrity1763900000000,
+  ListCounts1764000000000,
+  ListIndexes1764000000001,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

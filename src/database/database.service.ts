@@ -19,6 +19,8 @@ export interface TxContext {
   manager: EntityManager;
   /** Runs `fn` once the transaction has committed (events are published only then). */
   afterCommit(fn: AfterCommit): void;
+  /** Runs `fn` inside the transaction after its work, just before the commit (counter flushes). */
+  beforeCommit(fn: AfterCommit): void;
 }
 
 type QueryFn = (...args: unknown[]) => Promise<unknown>;
@@ -177,9 +179,18 @@ export class DatabaseService {
       const callbacks: AfterCommit[] = [];
       let result: T;
       try {
-        result = await (this.txManager ?? this.dataSource.manager).transaction((manager) =>
-          work({ manager, afterCommit: (fn) => callbacks.push(fn) }),
-        );
+        result = await (this.txManager ?? this.dataSource.manager).transaction(async (manager) => {
+          const before: AfterCommit[] = [];
+          const value = await work({
+            manager,
+            afterCommit: (fn) => callbacks.push(fn),
+            beforeCommit: (fn) => before.push(fn),
+          });
+          for (const fn of before) {
+            await fn();
+          }
+          return value;
+        });
       } finally {
         closed?.();
       }

@@ -3,8 +3,10 @@ import { hasRole, type MaybeCaller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { BadRequest, Forbidden, NotFound } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
+import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
@@ -45,6 +47,7 @@ export class MessagesService {
     private readonly db: DatabaseService,
     private readonly rooms: RoomsService,
     private readonly events: EventsService,
+    private readonly counters: CountersRepository,
   ) {}
 
   async list(
@@ -56,22 +59,32 @@ export class MessagesService {
     const query = parseListQuery(rawQuery, MESSAGE_LIST_SPEC);
     await this.rooms.get(caller, roomId);
     const params: unknown[] = [roomId];
-    let where = `room_id = ${this.db.p(1)}`;
+    const where = [`room_id = ${this.db.p(1)}`];
+    let afterSeq = 0;
     if (rawQuery.after !== undefined) {
-      params.push(await this.seqOf(roomId, rawQuery.after));
-      where += ` AND seq > ${this.db.p(2)}`;
+      afterSeq = await this.seqOf(roomId, rawQuery.after);
+      params.push(afterSeq);
+      where.push(`seq > ${this.db.p(2)}`);
     }
-    const { rows, meta } = await this.db.page<MessageRow>(
+    // seq runs 1, 2, 3… without gaps in each room (send() takes the next number and inserts in one
+    // transaction), so "after message #k" leaves exactly count - k messages: still O(1)
+    const total = this.counters
+      .get(CountKeys.messagesOfRoom(roomId))
+      .then((n) => Math.max(0, n - afterSeq));
+    const { rows, meta, next } = await listPage<MessageRow>(
+      this.db,
       {
+        list: 'messages',
         columns: MESSAGE_COLUMNS,
         from: 'messages',
         where,
-        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+        params,
+        sortColumns: SORT_COLUMNS,
       },
-      params,
       query,
+      total,
     );
-    return { data: rows.map(messageFromRow), meta };
+    return { data: rows.map(messageFromRow), meta, next };
   }
 
   /**
@@ -106,21 +119,10 @@ export class MessagesService {
     return pages;
   }
 
-  /** Messages per room, one GROUP BY statement for all of them. */
+  /** Messages per room: one read of their counters for all of them. */
   async countsForRooms(roomIds: readonly string[]): Promise<Map<string, number>> {
-    const counts = new Map<string, number>(roomIds.map((id) => [id, 0]));
-    if (roomIds.length === 0) {
-      return counts;
-    }
-    const rows = await this.db.query<{ room_id: string; total: number | string }>(
-      `SELECT room_id, COUNT(*) AS total FROM messages
-        WHERE room_id IN (${roomIds.map((_, i) => this.db.p(i + 1)).join(', ')}) GROUP BY room_id`,
-      [...roomIds],
-    );
-    for (const row of rows) {
-      counts.set(row.room_id, Number(row.total));
-    }
-    return counts;
+    const byKey = await this.counters.getMany(roomIds.map((id) => CountKeys.messagesOfRoom(id)));
+    return new Map(roomIds.map((id) => [id, byKey.get(CountKeys.messagesOfRoom(id)) ?? 0]));
   }
 
   async get(caller: MaybeCaller, id: string): Promise<Message> {
@@ -189,6 +191,7 @@ export class MessagesService {
          VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.db.p(n)).join(', ')})`,
         [message.id, roomId, message.authorId, message.content, message.createdAt, seq],
       );
+      this.counters.add(tx, { [CountKeys.messagesOfRoom(roomId)]: 1 });
       const event: MessageEvent = {
         ...message,
         room: roomFromRow(room),

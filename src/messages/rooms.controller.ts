@@ -33,7 +33,7 @@ export class RoomsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const page = await this.rooms.list(caller, query);
-    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestRoom), meta: page.meta };
   }
 
@@ -62,7 +62,7 @@ export class RoomsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const page = await this.messages.list(caller, roomId, query);
-    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestMessage), meta: page.meta };
   }
 

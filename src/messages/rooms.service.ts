@@ -3,8 +3,10 @@ import { hasRole, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { Conflict, Forbidden, NotFound, Unauthorized } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
+import { listPage } from '../database/list-page.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
 import type { Room } from './message.js';
 import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.mapper.js';
@@ -20,22 +22,28 @@ const SORT_COLUMNS = { created_at: 'created_at', name: 'name' };
 /** Rooms: every authenticated caller reads them; USER and ADMIN create them (DESIGN.md section 7). */
 @Injectable()
 export class RoomsService {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly counters: CountersRepository,
+  ) {}
 
   async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Room>> {
     requireCaller(caller);
     const query = parseListQuery(rawQuery, ROOM_LIST_SPEC);
-    const [countRow] = await this.db.query<{ total: number | string }>(
-      'SELECT COUNT(*) AS total FROM rooms',
+    const { rows, meta, next } = await listPage<RoomRow>(
+      this.db,
+      {
+        list: 'rooms',
+        columns: ROOM_COLUMNS,
+        from: 'rooms',
+        where: [],
+        params: [],
+        sortColumns: SORT_COLUMNS,
+      },
+      query,
+      this.counters.get(CountKeys.rooms()),
     );
-    const rows = await this.db.query<RoomRow>(
-      `SELECT ${ROOM_COLUMNS} FROM rooms ORDER BY ${orderBySql(query.sort, SORT_COLUMNS)}
-       LIMIT ${query.limit} OFFSET ${(query.page - 1) * query.limit}`,
-    );
-    return {
-      data: rows.map(roomFromRow),
-      meta: { page: query.page, limit: query.limit, total: Number(countRow?.total ?? 0) },
-    };
+    return { data: rows.map(roomFromRow), meta, next };
   }
 
   /** Keyset page in creation order for GraphQL `rooms`: `after` is a `[created_at, id]` position. */
@@ -57,11 +65,9 @@ export class RoomsService {
     return rows.map(roomFromRow);
   }
 
+  /** Rooms in all: one counter read (CountersRepository). */
   async count(): Promise<number> {
-    const [row] = await this.db.query<{ total: number | string }>(
-      'SELECT COUNT(*) AS total FROM rooms',
-    );
-    return Number(row?.total ?? 0);
+    return this.counters.get(CountKeys.rooms());
   }
 
   async get(caller: MaybeCaller, id: string): Promise<Room> {
@@ -98,13 +104,14 @@ export class RoomsService {
     }
     const room: Room = { id: newId('room'), name: input.name, createdAt: nowIso() };
     try {
-      await this.db.transaction(({ manager }) =>
-        manager.query(
+      await this.db.transaction(async (tx) => {
+        await tx.manager.query(
           `INSERT INTO rooms (id, name, created_by, created_at, last_seq)
            VALUES (${this.db.p(1)}, ${this.db.p(2)}, ${this.db.p(3)}, ${this.db.p(4)}, 0)`,
           [room.id, room.name, caller.userId, room.createdAt],
-        ),
-      );
+        );
+        this.counters.add(tx, { [CountKeys.rooms()]: 1 });
+      });
     } catch (err) {
       if (this.db.isUniqueViolation(err)) {
         throw Conflict('A room with this name already exists', [

@@ -55,7 +55,7 @@ export class OrdersController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const page = await this.orders.listForUser(caller, userId, query);
-    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestOrder), meta: page.meta };
   }
 

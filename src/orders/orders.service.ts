@@ -11,8 +11,10 @@ import {
   ValidationFailed,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
+import { listPage } from '../database/list-page.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { OrderEntity } from './order.entity.js';
@@ -43,7 +45,10 @@ export type OrderPrecondition = (current: Order) => boolean;
  */
 @Injectable()
 export class OrdersService {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly counters: CountersRepository,
+  ) {}
 
   // ---- reads -------------------------------------------------------------------------------
 
@@ -67,23 +72,29 @@ export class OrdersService {
     await this.requireLiveUser(userId);
     this.requireOwnerOrAdmin(caller, userId);
     const query = parseListQuery(rawQuery, ORDER_LIST_SPEC);
+    const status = query.filters.status;
     const params: unknown[] = [userId];
-    let where = `user_id = ${this.db.p(1)}`;
-    if (query.filters.status) {
-      params.push(query.filters.status);
-      where += ` AND status = ${this.db.p(2)}`;
+    const where = [`user_id = ${this.db.p(1)}`];
+    if (status) {
+      params.push(status);
+      where.push(`status = ${this.db.p(2)}`);
     }
-    const { rows, meta } = await this.db.page<OrderRow>(
+    const { rows, meta, next } = await listPage<OrderRow>(
+      this.db,
       {
+        list: 'orders',
         columns: ORDER_COLUMNS,
         from: 'orders',
         where,
-        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+        params,
+        sortColumns: SORT_COLUMNS,
       },
-      params,
       query,
+      this.counters.get(
+        status ? CountKeys.ordersOfUserByStatus(userId, status) : CountKeys.ordersOfUser(userId),
+      ),
     );
-    return { data: rows.map(orderFromRow), meta };
+    return { data: rows.map(orderFromRow), meta, next };
   }
 
   /** Permission to list a user's orders (User.orders in GraphQL), for a user already known to exist. */
@@ -131,29 +142,15 @@ export class OrdersService {
     return pages;
   }
 
-  /** Orders per user (optionally of one status), one GROUP BY statement for all of them. */
+  /** Orders per user (optionally of one status): one read of their counters for all of them. */
   async countsForUsers(
     userIds: readonly string[],
     status?: OrderStatus,
   ): Promise<Map<string, number>> {
-    const counts = new Map<string, number>(userIds.map((id) => [id, 0]));
-    if (userIds.length === 0) {
-      return counts;
-    }
-    const params: unknown[] = [...userIds];
-    let where = `user_id IN (${userIds.map((_, i) => this.db.p(i + 1)).join(', ')})`;
-    if (status) {
-      params.push(status);
-      where += ` AND status = ${this.db.p(params.length)}`;
-    }
-    const rows = await this.db.query<{ user_id: string; total: number | string }>(
-      `SELECT user_id, COUNT(*) AS total FROM orders WHERE ${where} GROUP BY user_id`,
-      params,
-    );
-    for (const row of rows) {
-      counts.set(row.user_id, Number(row.total));
-    }
-    return counts;
+    const key = (id: string) =>
+      status ? CountKeys.ordersOfUserByStatus(id, status) : CountKeys.ordersOfUser(id);
+    const byKey = await this.counters.getMany(userIds.map(key));
+    return new Map(userIds.map((id) => [id, byKey.get(key(id)) ?? 0]));
   }
 
   /** An order of a live user, or undefined (malformed ids are simply unknown). No permission check. */
@@ -202,7 +199,8 @@ export class OrdersService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       // the user may have been deleted since the check above: re-check inside the transaction
       if (!(await this.userIsLive(manager, userId))) {
         throw NotFound('User');
@@ -217,6 +215,10 @@ export class OrdersService {
         createdAt: now,
         updatedAt: now,
       });
+      this.counters.add(tx, {
+        [CountKeys.ordersOfUser(userId)]: 1,
+        [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
+      });
     });
     return order;
   }
@@ -229,7 +231,8 @@ export class OrdersService {
     precondition?: OrderPrecondition,
   ): Promise<Order> {
     this.requireOrderRole(caller);
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const entity = isId('order', id) ? await this.lockedRow(manager, id) : null;
       if (!entity || !(await this.userIsLive(manager, entity.userId))) {
         throw NotFound('Order');
@@ -270,6 +273,10 @@ export class OrdersService {
       }
       const updatedAt = laterThan(current.updatedAt);
       await manager.update(OrderEntity, { id }, { status, updatedAt });
+      this.counters.add(tx, {
+        [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
+        [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
+      });
       return { ...current, status, updatedAt };
     });
   }

@@ -54,7 +54,7 @@ export class PostsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const page = await this.posts.list(caller, query);
-    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestPost), meta: page.meta };
   }
 

@@ -10,14 +10,10 @@ import {
   Unauthorized,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import {
-  MAX_LIMIT,
-  orderBySql,
-  parseListQuery,
-  type ListSpec,
-  type Page,
-} from '../common/list-query.js';
+import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
+import { listPage } from '../database/list-page.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { likePattern } from '../users/users.service.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
@@ -38,7 +34,10 @@ export type PostPrecondition = (current: Post) => boolean;
 /** The one place the posts rules live; REST and GraphQL both call these methods. */
 @Injectable()
 export class PostsService {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly counters: CountersRepository,
+  ) {}
 
   // ---- reads -------------------------------------------------------------------------------
 
@@ -80,17 +79,22 @@ export class PostsService {
       params.push(author);
       where.push(`author_id = ${this.db.p(params.length)}`);
     }
-    const { rows, meta } = await this.db.page<PostRow>(
+    const { rows, meta, next } = await listPage<PostRow>(
+      this.db,
       {
+        list: 'posts',
         columns: POST_COLUMNS,
         from: 'posts',
-        where: where.join(' AND '),
-        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+        where,
+        params,
+        sortColumns: SORT_COLUMNS,
       },
-      params,
       query,
+      this.counters.get(
+        typeof author === 'string' ? CountKeys.postsByAuthor(author) : CountKeys.posts(),
+      ),
     );
-    return { data: rows.map(postFromRow), meta };
+    return { data: rows.map(postFromRow), meta, next };
   }
 
   /**
@@ -158,26 +162,14 @@ export class PostsService {
     return rows.map(postFromRow);
   }
 
-  /** Live posts per author, one GROUP BY statement. */
+  /** Live posts per author: one read of their counters for all of them. */
   async countByAuthors(
     caller: MaybeCaller,
     authorIds: readonly string[],
   ): Promise<Map<string, number>> {
     requireRead(caller);
-    const counts = new Map<string, number>();
-    if (authorIds.length === 0) {
-      return counts;
-    }
-    const inList = authorIds.map((_, i) => this.db.p(i + 1)).join(', ');
-    const rows = await this.db.query<{ author_id: string; total: number | string }>(
-      `SELECT author_id, COUNT(*) AS total FROM posts WHERE author_id IN (${inList}) AND deleted_at IS NULL
-       GROUP BY author_id`,
-      [...authorIds],
-    );
-    for (const row of rows) {
-      counts.set(row.author_id, Number(row.total));
-    }
-    return counts;
+    const byKey = await this.counters.getMany(authorIds.map((id) => CountKeys.postsByAuthor(id)));
+    return new Map(authorIds.map((id) => [id, byKey.get(CountKeys.postsByAuthor(id)) ?? 0]));
   }
 
   /** Authors (of `authorIds`) with a live post at or before a keyset position (hasPreviousPage). */
@@ -227,13 +219,17 @@ export class PostsService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.db.transaction(({ manager }) =>
-      manager.query(
+    await this.db.transaction(async (tx) => {
+      await tx.manager.query(
         `INSERT INTO posts (id, author_id, title, body, created_at, updated_at, deleted_at)
          VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.db.p(n)).join(', ')}, NULL)`,
         [post.id, post.authorId, post.title, post.body, post.createdAt, post.updatedAt],
-      ),
-    );
+      );
+      this.counters.add(tx, {
+        [CountKeys.posts()]: 1,
+        [CountKeys.postsByAuthor(post.authorId)]: 1,
+      });
+    });
     return post;
   }
 
@@ -286,7 +282,8 @@ export class PostsService {
     precondition?: PostPrecondition,
   ): Promise<Post | undefined> {
     requireRead(caller);
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = await this.lockedRow(manager, id);
       if (!row) {
         throw NotFound('Post');
@@ -302,6 +299,10 @@ export class PostsService {
         `UPDATE posts SET deleted_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
         [nowIso(), id],
       );
+      this.counters.add(tx, {
+        [CountKeys.posts()]: -1,
+        [CountKeys.postsByAuthor(row.post.authorId)]: -1,
+      });
       return row.post;
     });
   }

@@ -54,7 +54,7 @@ export class UsersController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const page = await this.users.list(caller, query);
-    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map((u) => toRestUser(u, caller)), meta: page.meta };
   }
 

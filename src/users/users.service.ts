@@ -12,11 +12,13 @@ import {
   Unauthorized,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { orderBySql, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
+import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
@@ -65,6 +67,7 @@ export class UsersService {
     private readonly db: DatabaseService,
     private readonly events: EventsService,
     private readonly refreshTokens: RefreshTokensRepository,
+    private readonly counters: CountersRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -104,27 +107,26 @@ export class UsersService {
     return user;
   }
 
-  /** Page-numbered list (REST). Counting uses COUNT(*): TypeORM's COUNT(1) scans on SQLite. */
+  /** REST list: page number or keyset cursor; the total from the counters (O(1)). */
   async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<User>> {
     this.requireRead(caller);
     const query = parseListQuery(rawQuery, USER_LIST_SPEC);
-    const where = ['deleted_at IS NULL'];
+    const role = query.filters.role as Role | undefined;
     const params: unknown[] = [];
-    if (query.filters.role) {
-      params.push(query.filters.role);
-      where.push(`role = ${this.db.p(params.length)}`);
-    }
-    const { rows, meta } = await this.db.page<UserRow>(
+    const { rows, meta, next } = await listPage<UserRow>(
+      this.db,
       {
+        list: 'users',
         columns: USER_COLUMNS,
         from: 'users',
-        where: where.join(' AND '),
-        orderBy: orderBySql(query.sort, SORT_COLUMNS),
+        where: this.pageFilter({ role }, params),
+        params,
+        sortColumns: SORT_COLUMNS,
       },
-      params,
       query,
+      this.counters.get(role ? CountKeys.usersByRole(role) : CountKeys.users()),
     );
-    return { data: rows.map(userFromRow), meta };
+    return { data: rows.map(userFromRow), meta, next };
   }
 
   /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */
@@ -141,16 +143,10 @@ export class UsersService {
     return rows.map(userFromRow);
   }
 
-  /** Live users matching the page's filter (COUNT(*): see list()). */
+  /** Live users matching the page's filter: one counter read (CountersRepository). */
   async count(caller: MaybeCaller, q: Pick<UserPageQuery, 'role'>): Promise<number> {
     this.requireRead(caller);
-    const params: unknown[] = [];
-    const where = this.pageFilter(q, params);
-    const [row] = await this.db.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM users WHERE ${where.join(' AND ')}`,
-      params,
-    );
-    return Number(row?.total ?? 0);
+    return this.counters.get(q.role ? CountKeys.usersByRole(q.role) : CountKeys.users());
   }
 
   /** Is there a live user at or before (`upto`) / at or after (`from`) a keyset position? */
@@ -264,7 +260,8 @@ export class UsersService {
 
   /** Soft delete; deleting an already deleted user succeeds again (idempotent). */
   async remove(caller: Caller, id: string, precondition?: Precondition): Promise<User | undefined> {
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const entity = isId('user', id) ? await this.lockedRow(manager, id) : null;
       if (!entity) {
         throw NotFound('User');
@@ -278,6 +275,7 @@ export class UsersService {
         throw PreconditionFailed();
       }
       await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
+      this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       return current;
     });
   }
@@ -351,6 +349,7 @@ export class UsersService {
       deletedAt: null,
     };
     await this.writeGuarded(() => tx.manager.insert(UserEntity, entity));
+    this.counters.add(tx, { [CountKeys.users()]: 1, [CountKeys.usersByRole(entity.role)]: 1 });
     return userFromEntity(entity);
   }
 
@@ -381,8 +380,12 @@ export class UsersService {
       changes.email = patch.email;
       changes.emailNormalized = patch.email.toLowerCase();
     }
-    if (patch.role !== undefined) {
+    if (patch.role !== undefined && patch.role !== entity.role) {
       changes.role = patch.role;
+      this.counters.add(tx, {
+        [CountKeys.usersByRole(entity.role)]: -1,
+        [CountKeys.usersByRole(patch.role)]: 1,
+      });
     }
     if (patch.age !== undefined) {
       changes.age = patch.age;

@@ -1,0 +1,162 @@
+import { Injectable } from '@nestjs/common';
+import { DatabaseService, type TxContext } from './database.service.js';
+
+/**
+ * Row counts behind `meta.total` and `totalCount`, one row per list and filter (`list_counts`), so a
+ * total costs one primary-key read at any size instead of a COUNT(*) over the matching rows.
+ *
+ * Every write that changes what a list contains (insert, soft delete, role or status change) adds its
+ * deltas in the SAME transaction through `add()`. The deltas of a transaction are merged and written
+ * just before it commits, in one statement, keys in sorted order: the hot rows (`users`, `posts`,
+ * `rooms`) are locked only from that statement to the commit, and two transactions always lock
+ * counter rows in the same order, so they queue instead of deadlocking. The statement is an atomic
+ * `INSERT … ON CONFLICT DO UPDATE SET n = n + excluded.n` (both dialects), so concurrent increments
+ * never lose an update. `reconcile()` recounts from the tables (`npm run counts:check [-- --fix]`).
+ *
+ * This class is the only code that reads or writes `list_counts`.
+ */
+@Injectable()
+export class CountersRepository {
+  private readonly pending = new WeakMap<TxContext, Map<string, number>>();
+
+  constructor(private readonly db: DatabaseService) {}
+
+  /** Adds `deltas` (key -> +n/-n) to the counters when `tx` commits; nothing if it rolls back. */
+  add(tx: TxContext, deltas: Record<string, number>): void {
+    let merged = this.pending.get(tx);
+    if (!merged) {
+      merged = new Map();
+      this.pending.set(tx, merged);
+      const forTx = merged;
+      tx.beforeCommit(() => this.flush(tx, forTx));
+    }
+    for (const [key, delta] of Object.entries(deltas)) {
+      merged.set(key, (merged.get(key) ?? 0) + delta);
+    }
+  }
+
+  /** One counter (0 when no row was ever counted under that key). */
+  async get(key: string): Promise<number> {
+    const rows = await this.db.query<{ n: number | string }>(
+      `SELECT n FROM list_counts WHERE scope = ${this.db.p(1)}`,
+      [key],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** Many counters in one statement (DataLoader batches); missing keys are 0. */
+  async getMany(keys: readonly string[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>(keys.map((k) => [k, 0]));
+    if (keys.length === 0) {
+      return counts;
+    }
+    const rows = await this.db.query<{ scope: string; n: number | string }>(
+      `SELECT scope, n FROM list_counts WHERE scope IN (${keys.map((_, i) => this.db.p(i + 1)).join(', ')})`,
+      [...keys],
+    );
+    for (const row of rows) {
+      counts.set(row.scope, Number(row.n));
+    }
+    return counts;
+  }
+
+  /**
+   * Compares every counter with a COUNT(*) of the tables (the same queries the migration backfilled
+   * with) and, with `fix`, rewrites the counters that differ. With `fix` on PostgreSQL the counters
+   * table is locked against writers for the recount, so a write committed meanwhile is not lost.
+   */
+  async reconcile(fix: boolean): Promise<CounterMismatch[]> {
+    return this.db.transaction(async ({ manager }) => {
+      if (fix && this.db.dialect === 'postgres') {
+        await manager.query('LOCK TABLE list_counts IN EXCLUSIVE MODE');
+      }
+      const expected = new Map<string, number>();
+      for (const sql of RECOUNT_SQL) {
+        const rows = await manager.query<{ scope: string; n: number | string }[]>(sql);
+        for (const row of rows) {
+          expected.set(row.scope, Number(row.n));
+        }
+      }
+      const stored = new Map<string, number>();
+      const rows = await manager.query<{ scope: string; n: number | string }[]>(
+        'SELECT scope, n FROM list_counts',
+      );
+      for (const row of rows) {
+        stored.set(row.scope, Number(row.n));
+      }
+      const mismatches: CounterMismatch[] = [];
+      for (const key of new Set([...expected.keys(), ...stored.keys()])) {
+        const want = expected.get(key) ?? 0;
+        const have = stored.get(key) ?? 0;
+        if (want !== have) {
+          mismatches.push({ key, stored: have, actual: want });
+        }
+      }
+      mismatches.sort((a, b) => (a.key < b.key ? -1 : 1));
+      if (fix) {
+        for (const m of mismatches) {
+          await manager.query(
+            `INSERT INTO list_counts (scope, n) VALUES (${this.db.p(1)}, ${this.db.p(2)})
+             ON CONFLICT (scope) DO UPDATE SET n = excluded.n`,
+            [m.key, m.actual],
+          );
+        }
+      }
+      return mismatches;
+    });
+  }
+
+  private async flush(tx: TxContext, merged: Map<string, number>): Promise<void> {
+    this.pending.delete(tx);
+    const entries = [...merged.entries()]
+      .filter(([, delta]) => delta !== 0)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    if (entries.length === 0) {
+      return;
+    }
+    const params: unknown[] = [];
+    const values = entries.map(([key, delta]) => {
+      params.push(key, delta);
+      return `(${this.db.p(params.length - 1)}, ${this.db.p(params.length)})`;
+    });
+    await tx.manager.query(
+      `INSERT INTO list_counts (scope, n) VALUES ${values.join(', ')}
+       ON CONFLICT (scope) DO UPDATE SET n = list_counts.n + excluded.n`,
+      params,
+    );
+  }
+}
+
+export interface CounterMismatch {
+  key: string;
+  stored: number;
+  actual: number;
+}
+
+/** The counter keys: one per list and filter the API offers a total for. */
+export const CountKeys = {
+  users: () => 'users',
+  usersByRole: (role: string) => `users:role:${role}`,
+  posts: () => 'posts',
+  postsByAuthor: (authorId: string) => `posts:author:${authorId}`,
+  ordersOfUser: (userId: string) => `orders:user:${userId}`,
+  ordersOfUserByStatus: (userId: string, status: string) =>
+    `orders:user:${userId}:status:${status}`,
+  rooms: () => 'rooms',
+  messagesOfRoom: (roomId: string) => `messages:room:${roomId}`,
+};
+
+/**
+ * What each counter must equal: `scope, n` rows, dialect-neutral SQL (`||` concatenates on both).
+ * The migration backfills with these and `reconcile()` compares with them.
+ */
+export const RECOUNT_SQL: readonly string[] = [
+  `SELECT 'users' AS scope, COUNT(*) AS n FROM users WHERE deleted_at IS NULL`,
+  `SELECT 'users:role:' || role AS scope, COUNT(*) AS n FROM users WHERE deleted_at IS NULL GROUP BY role`,
+  `SELECT 'posts' AS scope, COUNT(*) AS n FROM posts WHERE deleted_at IS NULL`,
+  `SELECT 'posts:author:' || author_id AS scope, COUNT(*) AS n FROM posts WHERE deleted_at IS NULL GROUP BY author_id`,
+  `SELECT 'orders:user:' || user_id AS scope, COUNT(*) AS n FROM orders GROUP BY user_id`,
+  `SELECT 'orders:user:' || user_id || ':status:' || status AS scope, COUNT(*) AS n FROM orders GROUP BY user_id, status`,
+  `SELECT 'rooms' AS scope, COUNT(*) AS n FROM rooms`,
+  `SELECT 'messages:room:' || room_id AS scope, COUNT(*) AS n FROM messages GROUP BY room_id`,
+];
