@@ -65,17 +65,12 @@ export function keysetAfterSql(
   position: KeysetPosition,
   p: (n: number) => string,
   params: unknown[],
-  alias = '',
+  withId = true,
 ): string {
-  const prefix = alias ? `${alias}.` : '';
   const desc = sort[sort.length - 1]?.desc ?? false;
   const terms = [
-    ...sort.map((t, i) => ({
-      col: `${prefix}${columns[t.field]}`,
-      desc: t.desc,
-      value: position.values[i],
-    })),
-    { col: `${prefix}id`, desc, value: position.id as Scalar },
+    ...sort.map((t, i) => ({ col: columns[t.field], desc: t.desc, value: position.values[i] })),
+    ...(withId ? [{ col: 'id', desc, value: position.id as Scalar }] : []),
   ];
   const bind = (v: Scalar) => {
     params.push(v);

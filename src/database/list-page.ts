@@ -17,6 +17,11 @@ export interface ListPageSql {
   params: unknown[];
   /** REST sort field -> column; each column must be among `columns` (the cursor reads it). */
   sortColumns: Record<string, string>;
+  /**
+   * The sort columns alone are unique (messages: `seq` within a room): no `id` tie-break in ORDER BY
+   * and the keyset, so the unique index on them serves the order as it is.
+   */
+  uniqueSort?: boolean;
 }
 
 export interface ListPage<R> {
@@ -44,15 +49,27 @@ export async function listPage<R extends { id: string }>(
   let offset = 0;
   if (query.cursor !== undefined) {
     const position = decodeListCursor(query.cursor, orderKey, query.sort.length);
-    where.push(keysetAfterSql(query.sort, sql.sortColumns, position, (n) => db.p(n), params));
+    where.push(
+      keysetAfterSql(
+        query.sort,
+        sql.sortColumns,
+        position,
+        (n) => db.p(n),
+        params,
+        !sql.uniqueSort,
+      ),
+    );
   } else {
     offset = (query.page - 1) * query.limit;
   }
   const n = params.length;
+  const orderBy = sql.uniqueSort
+    ? query.sort.map((t) => `${sql.sortColumns[t.field]} ${t.desc ? 'DESC' : 'ASC'}`).join(', ')
+    : orderBySql(query.sort, sql.sortColumns);
   // LIMIT/OFFSET are bound, not inlined, so one prepared statement serves every page
   const rowsQuery = db.query<R>(
     `SELECT ${sql.columns} FROM ${sql.from}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
-     ORDER BY ${orderBySql(query.sort, sql.sortColumns)} LIMIT ${db.p(n + 1)} OFFSET ${db.p(n + 2)}`,
+     ORDER BY ${orderBy} LIMIT ${db.p(n + 1)} OFFSET ${db.p(n + 2)}`,
     [...params, query.limit + 1, offset],
   );
   const [rows, count] = await Promise.all([rowsQuery, total]);

@@ -80,6 +80,7 @@ export class MessagesService {
         where,
         params,
         sortColumns: SORT_COLUMNS,
+        uniqueSort: true,
       },
       query,
       total,
@@ -99,22 +100,26 @@ export class MessagesService {
     if (roomIds.length === 0) {
       return pages;
     }
-    const params: unknown[] = [...roomIds];
-    let where = `room_id IN (${roomIds.map((_, i) => this.db.p(i + 1)).join(', ')})`;
-    if (opts.afterSeq !== undefined) {
-      params.push(opts.afterSeq);
-      where += ` AND seq > ${this.db.p(params.length)}`;
-    }
-    params.push(opts.size + 1);
-    const rows = await this.db.query<MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM (
-         SELECT ${MESSAGE_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY room_id ORDER BY seq ASC) AS rn
-           FROM messages WHERE ${where}
-       ) t WHERE rn <= ${this.db.p(params.length)} ORDER BY room_id, rn`,
-      params,
-    );
+    // one LIMITed range of (room_id, seq) per room, glued with UNION ALL: the cost is the page size
+    // per room, however many messages a room has (a window function would number all of them)
+    const params: unknown[] = [];
+    const parts = roomIds.map((roomId, i) => {
+      params.push(roomId);
+      let where = `room_id = ${this.db.p(params.length)}`;
+      if (opts.afterSeq !== undefined) {
+        params.push(opts.afterSeq);
+        where += ` AND seq > ${this.db.p(params.length)}`;
+      }
+      params.push(opts.size + 1);
+      return `SELECT * FROM (SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where}
+                ORDER BY seq ASC LIMIT ${this.db.p(params.length)}) r${i}`;
+    });
+    const rows = await this.db.query<MessageRow>(parts.join(' UNION ALL '), params);
     for (const row of rows) {
       pages.get(row.room_id)?.push({ message: messageFromRow(row), seq: Number(row.seq) });
+    }
+    for (const page of pages.values()) {
+      page.sort((a, b) => a.seq - b.seq);
     }
     return pages;
   }

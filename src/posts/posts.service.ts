@@ -147,19 +147,23 @@ export class PostsService {
     if (authorIds.length === 0) {
       return [];
     }
-    const params: unknown[] = [...authorIds];
-    const inList = authorIds.map((_, i) => this.db.p(i + 1)).join(', ');
-    const ks = keysetSql(window, 'created_at', false, (n) => this.db.p(n), params, 'p');
-    const where = [`p.author_id IN (${inList})`, 'p.deleted_at IS NULL', ...ks.where].join(' AND ');
-    const rows = await this.db.query<PostRow>(
-      `SELECT ${POST_COLUMNS} FROM (
-         SELECT p.id, p.author_id, p.title, p.body, p.created_at, p.updated_at,
-                ROW_NUMBER() OVER (PARTITION BY p.author_id ORDER BY ${ks.orderBy}) AS rn
-           FROM posts p WHERE ${where}
-       ) ranked WHERE rn <= ${ks.limit} ORDER BY author_id, rn`,
-      params,
-    );
-    return rows.map(postFromRow);
+    // one LIMITed index range per author, glued with UNION ALL: the cost is the page size per
+    // author, however many posts an author has (a window function would number all of them)
+    const params: unknown[] = [];
+    const parts = authorIds.map((authorId, i) => {
+      params.push(authorId);
+      const author = this.db.p(params.length);
+      const ks = keysetSql(window, 'created_at', false, (n) => this.db.p(n), params);
+      const where = [`author_id = ${author}`, 'deleted_at IS NULL', ...ks.where].join(' AND ');
+      return `SELECT * FROM (SELECT ${POST_COLUMNS} FROM posts WHERE ${where}
+                ORDER BY ${ks.orderBy} LIMIT ${ks.limit}) a${i}`;
+    });
+    const rows = await this.db.query<PostRow>(parts.join(' UNION ALL '), params);
+    return rows
+      .map(postFromRow)
+      .sort((a, b) =>
+        compareKeys([a.authorId, a.createdAt, a.id], [b.authorId, b.createdAt, b.id]),
+      );
   }
 
   /** Live posts per author: one read of their counters for all of them. */
@@ -179,14 +183,17 @@ export class PostsService {
     position: [unknown, string],
   ): Promise<Set<string>> {
     requireRead(caller);
-    const params: unknown[] = [...authorIds, position[0], position[1]];
-    const inList = authorIds.map((_, i) => this.db.p(i + 1)).join(', ');
-    const n = authorIds.length;
-    const rows = await this.db.query<{ author_id: string }>(
-      `SELECT DISTINCT author_id FROM posts WHERE author_id IN (${inList}) AND deleted_at IS NULL
-         AND (created_at, id) <= (${this.db.p(n + 1)}, ${this.db.p(n + 2)})`,
-      params,
-    );
+    // one LIMIT 1 probe of the author's index range each (DISTINCT would read every earlier post)
+    const params: unknown[] = [];
+    const parts = authorIds.map((authorId, i) => {
+      params.push(authorId, position[0], position[1]);
+      const [a, v, id] = [params.length - 2, params.length - 1, params.length].map((n) =>
+        this.db.p(n),
+      );
+      return `SELECT * FROM (SELECT author_id FROM posts WHERE author_id = ${a} AND deleted_at IS NULL
+                AND (created_at, id) <= (${v}, ${id}) LIMIT 1) a${i}`;
+    });
+    const rows = await this.db.query<{ author_id: string }>(parts.join(' UNION ALL '), params);
     return new Set(rows.map((r) => r.author_id));
   }
 
@@ -345,4 +352,14 @@ function requireOwnerOrAdmin(caller: Caller, post: Post): void {
 function laterThan(previous: string): string {
   const now = nowIso();
   return now > previous ? now : new Date(Date.parse(previous) + 1).toISOString();
+}
+
+/** Lexicographic comparison of string keys (ISO timestamps and ULID ids sort as text). */
+function compareKeys(a: readonly string[], b: readonly string[]): number {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) {
+      return a[i] < b[i] ? -1 : 1;
+    }
+  }
+  return 0;
 }

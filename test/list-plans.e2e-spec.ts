@@ -1,0 +1,241 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql } from './graphql-client.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
+import { adminClient, tokenFor } from './helpers/factories.js';
+import type { Client } from './helpers/http.js';
+import { seedLists, type Seeded } from './helpers/seed.js';
+
+const ROWS = Number(process.env.PLAN_TEST_ROWS ?? 20_000);
+const TABLES = ['users', 'posts', 'orders', 'rooms', 'messages', 'list_counts'];
+/** An equality filter on one of these columns must be answered by an index search, not a walk. */
+const FILTER = /\b(role|author_id|user_id|room_id|status|scope)\s*(=|IN\b)/i;
+
+interface Statement {
+  sql: string;
+  params: unknown[];
+}
+
+/** Why a plan is refused (empty: fine). SQLite: EXPLAIN QUERY PLAN rows. */
+function sqliteProblems(sql: string, plan: { detail: string }[]): string[] {
+  const problems: string[] = [];
+  for (const { detail } of plan) {
+    const scan = /^SCAN (\w+)(.*)$/.exec(detail);
+    if (scan && TABLES.includes(scan[1])) {
+      if (!/USING (COVERING )?INDEX|USING INTEGER PRIMARY KEY/.test(scan[2])) {
+        problems.push(`full scan: ${detail}`);
+      } else if (FILTER.test(sql)) {
+        problems.push(`index walked instead of searched for the filter: ${detail}`);
+      }
+    }
+    if (/USE TEMP B-TREE/.test(detail)) {
+      problems.push(`sort: ${detail}`);
+    }
+  }
+  return problems;
+}
+
+interface PgNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Plan Rows'?: number;
+  Plans?: PgNode[];
+}
+
+/** PostgreSQL: EXPLAIN (FORMAT JSON). Seq scans of list tables and sorts of their rows are refused. */
+function pgProblems(node: PgNode, problems: string[] = []): string[] {
+  if (node['Node Type'] === 'Seq Scan' && TABLES.includes(node['Relation Name'] ?? '')) {
+    problems.push(`seq scan on ${node['Relation Name']}`);
+  }
+  if (/Sort/.test(node['Node Type']) && (node['Plan Rows'] ?? 0) > 200) {
+    problems.push(`${node['Node Type']} of ~${node['Plan Rows']} rows`);
+  }
+  for (const child of node.Plans ?? []) {
+    pgProblems(child, problems);
+  }
+  return problems;
+}
+
+/**
+ * Every statement a list request runs (REST and GraphQL, page 1 and cursor pages, each documented
+ * sort in both directions and each filter) is EXPLAINed at realistic size (ROWS rows per table,
+ * ANALYZEd): no full scan, no sort of the table's rows, filters answered by an index search.
+ */
+describe(`list query plans at ${ROWS} rows`, () => {
+  let t: TestApp;
+  let ds: DataSource;
+  let admin: Client;
+  let bearer: string;
+  let seeded: Seeded;
+  const captured: Statement[] = [];
+
+  beforeAll(async () => {
+    t = await startApp();
+    ds = t.app.get(DataSource);
+    admin = await adminClient(t.url);
+    bearer = await tokenFor(t.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    seeded = await seedLists(t, ROWS);
+    const logger = ds.logger;
+    const original = logger.logQuery.bind(logger);
+    logger.logQuery = (query, parameters, runner) => {
+      if (/^\s*SELECT/i.test(query) && /ORDER BY|list_counts/i.test(query)) {
+        captured.push({
+          sql: query,
+          params: Array.isArray(parameters) ? [...(parameters as unknown[])] : [],
+        });
+      }
+      return original(query, parameters, runner);
+    };
+  }, 120_000);
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** GET `path` and the page its Link rel="next" points to. */
+  async function pageAndNext(path: string) {
+    const res = await admin.get(path);
+    expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
+    const next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    expect(next, path).toBeDefined();
+    expect((await admin.get(next!.slice(PUBLIC_URL.length))).status).toBe(200);
+  }
+
+  async function graphql(query: string) {
+    const res = await gql(t.url, query, { auth: { bearer } });
+    expect(res.body.errors, query).toBeUndefined();
+    return res.body.data;
+  }
+
+  async function explain(s: Statement): Promise<string[]> {
+    if (ds.options.type === 'postgres') {
+      const rows = await ds.query<{ 'QUERY PLAN': [{ Plan: PgNode }] }[]>(
+        `EXPLAIN (FORMAT JSON) ${s.sql}`,
+        s.params,
+      );
+      return pgProblems(rows[0]['QUERY PLAN'][0].Plan);
+    }
+    const plan = await ds.query<{ detail: string }[]>(`EXPLAIN QUERY PLAN ${s.sql}`, s.params);
+    return sqliteProblems(s.sql, plan);
+  }
+
+  it('every list statement is an index range (no full scan, no sort)', async () => {
+    const sorts = (fields: string[]) => fields.flatMap((f) => [f, `-${f}`]);
+    for (const sort of sorts(['created_at', 'updated_at', 'name'])) {
+      await pageAndNext(`/api/v1/users?sort=${sort}`);
+      await pageAndNext(`/api/v1/users?sort=${sort}&role=GUEST`);
+    }
+    for (const sort of sorts(['created_at', 'updated_at', 'title'])) {
+      await pageAndNext(`/api/v1/posts?sort=${sort}`);
+      await pageAndNext(`/api/v1/posts?sort=${sort}&author_id=${seeded.busyUser}`);
+    }
+    for (const sort of sorts(['created_at'])) {
+      await pageAndNext(`/api/v1/users/${seeded.busyUser}/orders?sort=${sort}`);
+      await pageAndNext(`/api/v1/users/${seeded.busyUser}/orders?sort=${sort}&status=paid`);
+      await pageAndNext(`/api/v1/rooms/${seeded.busyRoom}/messages?sort=${sort}`);
+    }
+    for (const sort of sorts(['created_at', 'name'])) {
+      await pageAndNext(`/api/v1/rooms?sort=${sort}`);
+    }
+    await pageAndNext(`/api/v1/users?page=400&limit=25`);
+
+    for (const field of ['CREATED_AT', 'UPDATED_AT', 'NAME']) {
+      for (const direction of ['ASC', 'DESC']) {
+        for (const role of ['', 'role: GUEST,']) {
+          const data = await graphql(
+            `{ users(${role} first: 20, orderBy: { field: ${field}, direction: ${direction} }) {
+                 totalCount pageInfo { endCursor } } }`,
+          );
+          await graphql(
+            `{ users(${role} first: 20, after: "${data.users.pageInfo.endCursor}",
+                 orderBy: { field: ${field}, direction: ${direction} }) {
+                 totalCount pageInfo { hasPreviousPage hasNextPage } nodes { id } } }`,
+          );
+          await graphql(
+            `{ users(${role} last: 20, before: "${data.users.pageInfo.endCursor}",
+                 orderBy: { field: ${field}, direction: ${direction} }) {
+                 pageInfo { hasPreviousPage hasNextPage } nodes { id } } }`,
+          );
+        }
+      }
+    }
+    const users = await graphql(`
+      {
+        users(first: 20) {
+          nodes {
+            id
+            posts(first: 5) {
+              totalCount
+              pageInfo {
+                endCursor
+              }
+              nodes {
+                id
+              }
+            }
+            orders(first: 5) {
+              totalCount
+              nodes {
+                id
+              }
+            }
+            paid: orders(first: 5, status: PAID) {
+              totalCount
+              nodes {
+                id
+              }
+            }
+          }
+        }
+      }
+    `);
+    const postCursor = users.users.nodes[0].posts.pageInfo.endCursor as string;
+    await graphql(`{ users(first: 20) { nodes { id
+        posts(first: 5, after: "${postCursor}") { pageInfo { hasPreviousPage } nodes { id } } } } }`);
+    const rooms = await graphql(`
+      {
+        rooms(first: 20) {
+          totalCount
+          pageInfo {
+            endCursor
+          }
+          nodes {
+            messages(first: 5) {
+              totalCount
+              nodes {
+                id
+              }
+            }
+          }
+        }
+      }
+    `);
+    await graphql(
+      `{ rooms(first: 20, after: "${rooms.rooms.pageInfo.endCursor}") { nodes { id } } }`,
+    );
+    const posts = await graphql('{ posts(first: 20) { id } }');
+    await graphql(`{ posts(first: 20, after: "${posts.posts[19].id}") { id } }`);
+
+    expect(captured.length).toBeGreaterThan(100);
+    const refused: string[] = [];
+    const seen = new Set<string>();
+    for (const s of captured) {
+      if (seen.has(s.sql)) {
+        continue;
+      }
+      seen.add(s.sql);
+      const problems = await explain(s);
+      if (problems.length > 0) {
+        refused.push(`${s.sql.replace(/\s+/g, ' ')}\n    -> ${problems.join('; ')}`);
+      }
+    }
+    expect(refused, refused.join('\n')).toEqual([]);
+  }, 240_000);
+
+  it('the checker refuses a full scan and a sort (it can fail)', async () => {
+    const problems = await explain({
+      sql: 'SELECT id FROM users WHERE age = 3 ORDER BY email LIMIT 5',
+      params: [],
+    });
+    expect(problems.length).toBeGreaterThan(0);
+  });
+});
