@@ -1,5 +1,6 @@
 // Load benchmark: the built app (dist/main.js) against a bare Fastify baseline, same machine, same run.
 // Usage: npm run bench [-- --only <name[,name]>] [--list] [--json <file>] [--no-baseline]
+//        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
 // Environment:
 //   BENCH_DURATION      seconds per scenario (default 10)
 //   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
@@ -34,9 +35,18 @@ const { values: args } = parseArgs({
     list: { type: 'boolean', default: false },
     json: { type: 'string' },
     'no-baseline': { type: 'boolean', default: false },
+    scale: { type: 'boolean', default: false },
+    sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
+
+// `--scale`: list latency at 1k/100k/1M rows instead of the load scenarios (bench/scale.mjs)
+if (args.scale) {
+  const { runScale } = await import('./scale.mjs');
+  await runScale({ sizes: args.sizes });
+  process.exit(0);
+}
 
 const settings = {
   duration: positiveNumber('BENCH_DURATION', 10),
