@@ -4,6 +4,7 @@
 //   DATABASE_URL            postgres://… to measure PostgreSQL too (a fresh schema per size, dropped after)
 //   BENCH_SCALE_SIZES       row counts (default 1000,100000,1000000); --sizes wins
 //   BENCH_SCALE_REQUESTS    measured requests per endpoint and size (default 100, after 10 warm-up rounds)
+//   BENCH_SCALE_DATABASES   which to measure (default sqlite, plus postgres when DATABASE_URL is set)
 // Rows are generated inside the database (a recursive CTE on SQLite, generate_series on PostgreSQL),
 // N each of users, posts, orders, rooms and messages; the list counters are then recounted and the
 // tables ANALYZEd. One client sends the requests one after the other: the figure is the median
@@ -30,10 +31,10 @@ export async function runScale({ sizes } = {}) {
     .filter((n) => Number.isInteger(n) && n >= 100);
   const requests = Number(process.env.BENCH_SCALE_REQUESTS ?? 100);
   const { RECOUNT_SQL } = await import(join(ROOT, 'dist/database/counters.repository.js'));
-  const dialects = ['sqlite'];
-  if ((process.env.DATABASE_URL ?? '').startsWith('postgres')) {
-    dialects.push('postgres');
-  }
+  const dialects = (
+    process.env.BENCH_SCALE_DATABASES ??
+    ((process.env.DATABASE_URL ?? '').startsWith('postgres') ? 'sqlite,postgres' : 'sqlite')
+  ).split(',');
   const workDir = mkdtempSync(join(tmpdir(), 'atrium-scale-'));
   try {
     for (const dialect of dialects) {
@@ -218,19 +219,23 @@ async function openDatabase(dialect, workDir, n) {
     const file = join(workDir, `scale-${n}.sqlite`);
     const Database = require('better-sqlite3');
     let conn;
+    const open = () => {
+      if (!conn) {
+        conn = new Database(file);
+        // a bulk load: a large page cache keeps the index builds in memory
+        conn.pragma('synchronous = OFF');
+        conn.pragma('cache_size = -1000000');
+        conn.pragma('temp_store = MEMORY');
+      }
+      return conn;
+    };
     return {
       dialect,
       url: `sqlite:${file}`,
       exec: async (sql) => {
-        if (!conn) {
-          conn = new Database(file);
-          // a bulk load: a large page cache keeps the random-order index inserts in memory
-          conn.pragma('synchronous = OFF');
-          conn.pragma('cache_size = -1000000');
-          conn.pragma('temp_store = MEMORY');
-        }
-        conn.exec(sql);
+        open().exec(sql);
       },
+      rows: async (sql) => open().prepare(sql).all(),
       drop: async () => {
         conn?.close();
         for (const suffix of ['', '-wal', '-shm']) {
@@ -254,6 +259,7 @@ async function openDatabase(dialect, workDir, n) {
     dialect,
     url: appUrl.toString(),
     exec: (sql) => client.query(sql),
+    rows: async (sql) => (await client.query(sql)).rows,
     drop: async () => {
       await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await client.end();
@@ -309,6 +315,9 @@ async function seed(db, n, recountSql) {
               ${id('usr', '((i - 1) % 1000) + 1')}, 'message ' || i, ${ts('i')},
               CASE WHEN i % 2 = 0 THEN i / 2 ELSE ((i - 1) / 2) / 999 + 1 END`,
     ),
+  ];
+  // after the indexes are back: these read by them
+  const after = [
     `UPDATE rooms SET last_seq = (SELECT MAX(seq) FROM messages m WHERE m.room_id = rooms.id)
       WHERE id IN (SELECT DISTINCT room_id FROM messages)`,
     'DELETE FROM list_counts',
@@ -316,8 +325,28 @@ async function seed(db, n, recountSql) {
       (sql) => `INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted`,
     ),
   ];
+  // building an index from sorted rows is far cheaper than a million random index inserts: drop the
+  // tables' secondary indexes, load, and create them again from their own definitions
+  const tables = "'users', 'posts', 'orders', 'rooms', 'messages'";
+  const indexes = await db.rows(
+    sqlite
+      ? `SELECT name, sql AS def FROM sqlite_master
+          WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (${tables})`
+      : `SELECT indexname AS name, indexdef AS def FROM pg_indexes
+          WHERE schemaname = current_schema() AND tablename IN (${tables})
+            AND indexname NOT IN (SELECT conname FROM pg_constraint)`,
+  );
   await db.exec('BEGIN');
+  for (const index of indexes) {
+    await db.exec(`DROP INDEX ${sqlite ? index.name : `"${index.name}"`}`);
+  }
   for (const sql of statements) {
+    await db.exec(sql);
+  }
+  for (const index of indexes) {
+    await db.exec(index.def);
+  }
+  for (const sql of after) {
     await db.exec(sql);
   }
   await db.exec('COMMIT');
