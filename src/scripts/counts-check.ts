@@ -13,7 +13,12 @@ import { DatabaseService } from '../database/database.service.js';
  */
 const fix = process.argv.includes('--fix');
 const config = loadConfigFromEnvironment();
-const dataSource = new DataSource({ ...dataSourceOptions(config.database), logging: false });
+// TypeORM's console logger with logging off: only this script's own lines reach the terminal
+const dataSource = new DataSource({
+  ...dataSourceOptions(config.database),
+  logger: 'simple-console',
+  logging: false,
+});
 await dataSource.initialize();
 try {
   const counters = new CountersRepository(new DatabaseService(dataSource));
