@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
 import { createApiKey, createUser, tokenFor } from './helpers/factories.js';
 import { client, type Credentials } from './helpers/http.js';
 import { gql, sqlCounter } from './graphql-client.js';
 
 /**
- * No N+1 (DESIGN.md section 8): the number of SQL statements of a page does not grow with the page
+ * No N+1 (docs/graphql.md, DataLoaders): the number of SQL statements of a page does not grow with the page
  * size. Statements are counted at TypeORM's query hook, which every statement of both drivers passes.
  */
 describe('GraphQL batching (SQL statements per request)', () => {
@@ -40,7 +41,16 @@ describe('GraphQL batching (SQL statements per request)', () => {
     }
     // the key's first use records last_used_at (once a minute): get that write out of the way
     await gql(t.url, '{ me { id } }', { auth });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const ds = t.app.get(DataSource);
+    await vi.waitFor(
+      async () => {
+        const [row] = await ds.query<{ n: number | string }[]>(
+          'SELECT COUNT(*) AS n FROM api_keys WHERE last_used_at IS NOT NULL',
+        );
+        expect(Number(row!.n)).toBe(1);
+      },
+      { timeout: 5_000, interval: 10 },
+    );
     counter = sqlCounter(t);
   });
   afterAll(async () => {
@@ -80,6 +90,25 @@ describe('GraphQL batching (SQL statements per request)', () => {
       '{ search(term: "T", first: 40) { ... on Post { author { name } } } }',
     );
     expect(large.length).toBe(small.length);
+    // node(): posts fetched by id under aliases
+    const postIds = (await gql(t.url, '{ posts(first: 8) { id } }', { auth })).body.data.posts.map(
+      (p: { id: string }) => p.id,
+    ) as string[];
+    expect(postIds).toHaveLength(8);
+    const nodes = (ids: string[]) =>
+      '{ ' +
+      ids
+        .map((id, i) => `n${i}: node(id: "${id}") { id ... on Post { author { id name } } }`)
+        .join(' ') +
+      ' }';
+    const twoNodes = await statementsFor(nodes(postIds.slice(0, 2)));
+    const eightNodes = await statementsFor(nodes(postIds));
+    // each node() is a root field of its own (one row each, like user(id) aliases); the authors of
+    // all of them still come in one statement
+    expect(eightNodes.length).toBe(twoNodes.length + 6);
+    const authors = (st: string[]) => st.filter((s) => /FROM users WHERE id IN/i.test(s));
+    expect(authors(twoNodes)).toHaveLength(1);
+    expect(authors(eightNodes)).toHaveLength(1);
   });
 
   it('counts real statements (the counter sees a query without batching grow)', async () => {

@@ -1,7 +1,13 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from './helpers/app.js';
-import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
+import {
+  adminClient,
+  createUser,
+  tokenFor,
+  unique,
+  type CreatedUser,
+} from './helpers/factories.js';
 import { client, request, type Client } from './helpers/http.js';
 
 describe('HTTP rules of the resource API', () => {
@@ -18,6 +24,14 @@ describe('HTTP rules of the resource API', () => {
     await t.close();
   });
 
+  /** Every users row, deleted ones included, straight from the database. */
+  async function countUsers(): Promise<number> {
+    const rows = await t.app
+      .get(DataSource)
+      .query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM users');
+    return Number(rows[0]!.n);
+  }
+
   describe('versioning', () => {
     it('redirects an unversioned GET with 301 and keeps the query', async () => {
       const res = await admin.get('/api/users?limit=2&role=USER');
@@ -26,9 +40,24 @@ describe('HTTP rules of the resource API', () => {
     });
 
     it('redirects other methods with 308 (method and body preserved)', async () => {
-      const res = await admin.post('/api/users', { name: 'x', email: `${unique()}@example.com` });
+      const email = `${unique()}@example.com`;
+      const res = await admin.post('/api/users', { name: 'x', email });
       expect(res.status).toBe(308);
       expect(res.headers.get('location')).toBe('/api/v1/users');
+      // a client that follows the 308 repeats the same method with the same body, and it lands
+      const followed = await fetch(`${t.url}/api/users`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${await tokenFor(t.url, ADMIN_EMAIL, ADMIN_PASSWORD)}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ name: 'Followed', email }),
+        redirect: 'follow',
+      });
+      expect(followed.status).toBe(201);
+      expect(followed.url).toBe(`${t.url}/api/v1/users`);
+      const created = (await followed.json()) as { data: { name: string; email: string } };
+      expect(created.data).toMatchObject({ name: 'Followed', email });
     });
 
     it.each(['1', 'v1', 'V1'])(
@@ -59,12 +88,14 @@ describe('HTTP rules of the resource API', () => {
 
   describe('content rules', () => {
     it('answers 400 to a body that is not valid JSON and stores nothing', async () => {
+      const before = await countUsers();
       const res = await admin.post('/api/v1/users', undefined, {
         rawBody: '{"name": "Broken", "email": ',
         headers: { 'content-type': 'application/json' },
       });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('bad_request');
+      expect(await countUsers()).toBe(before);
     });
 
     it('answers 415 to another Content-Type (text/plain included)', async () => {

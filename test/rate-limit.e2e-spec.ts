@@ -27,7 +27,10 @@ describe('REST request limits per identity', () => {
       expect(h.reset).toBeGreaterThanOrEqual(1);
       expect(h.reset).toBeLessThanOrEqual(2);
     }
-    const refused = await u.client.get('/api/v1/auth/me');
+    // from a browser origin, so the CORS headers are there to check
+    const refused = await u.client.get('/api/v1/auth/me', {
+      headers: { origin: 'http://localhost:5173' },
+    });
     expect(refused.status).toBe(429);
     expect(refused.body).toEqual({
       error: { code: 'rate_limited', message: expect.stringMatching(/retry in \d+ s/) },
@@ -36,9 +39,12 @@ describe('REST request limits per identity', () => {
     expect(h).toMatchObject({ limit: 4, remaining: 0 });
     expect(h.retryAfter).toBeGreaterThanOrEqual(1);
     expect(h.retryAfter).toBeLessThanOrEqual(2);
-    expect(refused.headers.get('access-control-expose-headers') ?? 'Retry-After').toContain(
-      'Retry-After',
-    );
+    expect(refused.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+    const exposed = (refused.headers.get('access-control-expose-headers') ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase());
+    expect(exposed).toContain('retry-after');
+    expect(exposed).toContain('ratelimit-remaining');
   });
 
   it('counts every route and method against the same identity bucket', async () => {

@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
@@ -261,6 +262,29 @@ describe('rooms and messages', () => {
       expect(list.body.meta.total).toBe(20);
       const created = list.body.data.map((m: { created_at: string }) => m.created_at);
       expect(created).toEqual([...created].sort());
+      // every send got its own message: 20 distinct ids and contents, as sent
+      const listed = list.body.data as { id: string; content: string }[];
+      expect(new Set(listed.map((m) => m.id)).size).toBe(20);
+      expect(listed.map((m) => m.content).sort()).toEqual(
+        Array.from({ length: 20 }, (_, i) => `c${i}`).sort(),
+      );
+      expect(listed.map((m) => m.id).sort()).toEqual(
+        results.map((r) => r.body.data.id as string).sort(),
+      );
+      // the room sequence (stored, not part of the REST body) is exactly 1..20, in list order
+      const ds = t.app.get(DataSource);
+      const p = ds.options.type === 'postgres' ? '$1' : '?';
+      const rows = await ds.query<{ id: string; seq: number | string }[]>(
+        `SELECT id, seq FROM messages WHERE room_id = ${p} ORDER BY seq`,
+        [room.id],
+      );
+      expect(rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(rows.map((r) => r.id)).toEqual(listed.map((m) => m.id));
+      const [stored] = await ds.query<{ last_seq: number | string }[]>(
+        `SELECT last_seq FROM rooms WHERE id = ${p}`,
+        [room.id],
+      );
+      expect(Number(stored!.last_seq)).toBe(20);
     });
   });
 });
