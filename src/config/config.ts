@@ -208,7 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     adminPassword,
     jwtPrivateKey,
     jwtAccessTtlS: int(env, 'JWT_ACCESS_TTL_S', 900, 30, 86_400),
-    refreshTtlS: int(env, 'REFRESH_TTL_S', 30 * 86_400, 60, 365 * 86_400),
+    refreshTtlS: int(env, 'REFRESH_TTL_S', 30 * 86_400, 1, 365 * 86_400),
     corsOrigins,
     rateLimit: int(env, 'RATE_LIMIT', 300, 1, 1_000_000_000),
     rateLimitWindowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
