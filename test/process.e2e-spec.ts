@@ -1,9 +1,11 @@
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { request } from './helpers/http.js';
 
 /**
@@ -120,7 +122,14 @@ describe('the service as a process', () => {
       await request(base, '/api/v1/users', {
         headers: { authorization: `Bearer ${token.body.access_token}` },
       });
-      await new Promise((r) => setTimeout(r, 300));
+      // pino writes asynchronously: wait until the five request lines are out
+      await vi.waitFor(
+        () =>
+          expect(proc.stdout().match(/"request completed"/g)?.length ?? 0).toBeGreaterThanOrEqual(
+            5,
+          ),
+        { timeout: 5_000, interval: 20 },
+      );
 
       const lines = proc
         .stdout()
@@ -168,14 +177,31 @@ describe('the service as a process', () => {
       LOG_LEVEL: 'warn',
     });
     await waitReady(base, proc);
-    // a token request spends tens of milliseconds in argon2: still in flight when SIGTERM lands
-    const inFlight = request(base, '/api/v1/auth/token', {
+    // A token request sent with `Expect: 100-continue`: the server answers 100 once it has parsed the
+    // request line and headers, so the request is provably in flight when SIGTERM lands; the body
+    // follows only after the signal.
+    const body = JSON.stringify({ email: 'bye@example.com', password: 'shutdown-password-1' });
+    const req = httpRequest(`${base}/api/v1/auth/token`, {
       method: 'POST',
-      body: { email: 'bye@example.com', password: 'shutdown-password-1' },
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        expect: '100-continue',
+      },
     });
-    await new Promise((r) => setTimeout(r, 5));
+    const response = new Promise<{ status: number; body: any }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+    });
+    req.flushHeaders();
+    await once(req, 'continue');
     proc.child.kill('SIGTERM');
-    const res = await inFlight;
+    req.end(body);
+    const res = await response;
     expect(res.status).toBe(200);
     expect(res.body.access_token).toEqual(expect.any(String));
     // Nest re-raises the signal once closed: a clean exit is code 0 or "killed by SIGTERM" (null)
