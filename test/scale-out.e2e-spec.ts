@@ -9,14 +9,7 @@ import {
 } from './helpers/app.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { client } from './helpers/http.js';
-import {
-  connect,
-  gql,
-  listening,
-  settle,
-  subscribe,
-  type Socket,
-} from './subscriptions-helpers.js';
+import { connect, gql, listening, subscribe, type Socket } from './subscriptions-helpers.js';
 
 const shared = usingPostgres && usingRedis;
 
@@ -74,11 +67,16 @@ describe.skipIf(!shared)(
       );
       expect(viaGql.errors).toBeUndefined();
 
-      const events = await sub.waitFor(2);
-      await settle();
+      // one subscription's events arrive in commit order: a sentinel sent last closes the list
+      const sentinel = await client(b.url, { bearer: alice.token }).post(
+        `/api/v1/rooms/${room}/messages`,
+        { content: 'sentinel' },
+      );
+      const events = await sub.waitFor(3);
       expect(events.map((e) => e.messageAdded)).toEqual([
         { id: viaRest.body.data.id, content: 'from B', author: { id: alice.id } },
         { id: viaGql.data.sendMessage.id, content: 'from B too', author: { id: alice.id } },
+        { id: sentinel.body.data.id, content: 'sentinel', author: { id: alice.id } },
       ]);
     });
 
@@ -132,9 +130,18 @@ describe.skipIf(!shared)(
           })
         ).status,
       ).toBe(200);
-      const events = await sub.waitFor(1);
-      await settle();
-      expect(events).toEqual([{ userUpdated: { id: alice.id, name: 'Alice via B' } }]);
+      expect(
+        (
+          await client(b.url, { bearer: alice.token }).patch(`/api/v1/users/${alice.id}`, {
+            name: 'Alice again',
+          })
+        ).status,
+      ).toBe(200);
+      const events = await sub.waitFor(2);
+      expect(events).toEqual([
+        { userUpdated: { id: alice.id, name: 'Alice via B' } },
+        { userUpdated: { id: alice.id, name: 'Alice again' } },
+      ]);
     });
 
     it('does not deliver between instances that use different Redis prefixes', async () => {
@@ -154,9 +161,14 @@ describe.skipIf(!shared)(
           content: 'other namespace',
         });
         const own = await user.client.post(`/api/v1/rooms/${room}/messages`, { content: 'own' });
-        await sub.waitFor(1);
-        await settle(300);
-        expect(sub.events.map((e) => e.messageAdded.id)).toEqual([own.body.data.id]);
+        const sentinel = await user.client.post(`/api/v1/rooms/${room}/messages`, {
+          content: 'sentinel',
+        });
+        await sub.waitFor(2);
+        expect(sub.events.map((e) => e.messageAdded.id)).toEqual([
+          own.body.data.id,
+          sentinel.body.data.id,
+        ]);
         await socket.dispose();
       } finally {
         await Promise.all([a.close(), b.close()]);

@@ -140,11 +140,6 @@ export async function listening(t: TestApp, topic: string, count = 1): Promise<v
   );
 }
 
-/** Lets in-flight events arrive (used before asserting that nothing more came). */
-export function settle(ms = 150): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 /** A raw WebSocket speaking graphql-transport-ws by hand (protocol-level tests: close codes). */
 export async function rawSocket(base: string, headers: Record<string, string> = {}) {
   const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws', {

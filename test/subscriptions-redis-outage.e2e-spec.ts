@@ -8,14 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOPICS } from '../src/events/events.service.js';
 import { startApp, usingRedis, type TestApp } from './helpers/app.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
-import {
-  connect,
-  listening,
-  settle,
-  subscribe,
-  until,
-  type Socket,
-} from './subscriptions-helpers.js';
+import { connect, listening, subscribe, until, type Socket } from './subscriptions-helpers.js';
 
 /** A TCP proxy in front of Redis that the test can cut and restore (an outage without stopping Redis). */
 class CuttableProxy {
@@ -111,12 +104,17 @@ describe.skipIf(!usingRedis)(
         10_000,
         () => `${proxy.connections} proxied sockets`,
       );
-      await settle(300);
+      // the first send after the re-subscription is delivered: send, wait briefly for its event, repeat
       let delivered = false;
       for (let attempt = 0; attempt < 20 && !delivered; attempt++) {
         expect((await send(`after ${attempt}`)).status).toBe(201);
-        await settle(200);
-        delivered = sub.events.some((e) => String(e.messageAdded.content).startsWith('after'));
+        delivered = await until(
+          () => sub.events.some((e) => String(e.messageAdded.content).startsWith('after')),
+          300,
+        ).then(
+          () => true,
+          () => false,
+        );
       }
       expect(delivered).toBe(true);
       const contents = sub.events.map((e) => e.messageAdded.content as string);

@@ -15,7 +15,6 @@ import {
   gql,
   listening,
   rawSocket,
-  settle,
   subscribe,
   type Socket,
 } from './subscriptions-helpers.js';
@@ -86,13 +85,16 @@ describe('subscriptions (graphql-ws)', () => {
       await send(other, 'still not for you');
       const last = await send(room, 'last');
 
-      const events = await sub.waitFor(3);
-      await settle();
+      // events of one subscription arrive in publish order: once a sentinel sent after everything
+      // is in, nothing sent before it is still on the way
+      const sentinel = await send(room, 'sentinel');
+      const events = await sub.waitFor(4);
       expect(sub.errors).toEqual([]);
       expect(events.map((e) => e.messageAdded)).toEqual([
         { id: viaRest, content: 'via REST' },
         { id: viaGql.data.sendMessage.id, content: 'via GraphQL' },
         { id: last, content: 'last' },
+        { id: sentinel, content: 'sentinel' },
       ]);
     });
 
@@ -172,9 +174,9 @@ describe('subscriptions (graphql-ws)', () => {
       );
       expect(bad.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
       const ok = await send(room, 'only this');
-      await sub.waitFor(1);
-      await settle();
-      expect(sub.events.map((e) => e.messageAdded.id)).toEqual([ok]);
+      const sentinel = await send(room, 'sentinel');
+      await sub.waitFor(2);
+      expect(sub.events.map((e) => e.messageAdded.id)).toEqual([ok, sentinel]);
     });
   });
 
@@ -187,11 +189,12 @@ describe('subscriptions (graphql-ws)', () => {
       await listening(t, TOPICS.newMessage, before + 1);
       const m1 = await send(a, 'in a');
       const m2 = await send(b, 'in b');
-      const events = await sub.waitFor(2);
-      await settle();
+      const m3 = await send(a, 'sentinel');
+      const events = await sub.waitFor(3);
       expect(events.map((e) => e.newMessage)).toEqual([
         { id: m1, content: 'in a', room: { id: a } },
         { id: m2, content: 'in b', room: { id: b } },
+        { id: m3, content: 'sentinel', room: { id: a } },
       ]);
     });
   });
@@ -232,14 +235,17 @@ describe('subscriptions (graphql-ws)', () => {
         (await target.client.patch(`/api/v1/users/${target.id}`, { name: 'Self' })).status,
       ).toBe(200);
 
-      const events = await sub.waitFor(5);
-      await settle();
+      expect(
+        (await target.client.patch(`/api/v1/users/${target.id}`, { name: 'Sentinel' })).status,
+      ).toBe(200);
+      const events = await sub.waitFor(6);
       expect(events.map((e) => e.userUpdated.name)).toEqual([
         'Patched',
         'Put',
         'Batched',
         'Graphed',
         'Self',
+        'Sentinel',
       ]);
       // the subscriber is the user themself: they see their email
       expect(
@@ -292,9 +298,11 @@ describe('subscriptions (graphql-ws)', () => {
       expect((await admin.patch(`/api/v1/users/${target.id}`, { name: 'Committed' })).status).toBe(
         200,
       );
-      await sub.waitFor(1);
-      await settle();
-      expect(sub.events.map((e) => e.userUpdated.name)).toEqual(['Committed']);
+      expect((await admin.patch(`/api/v1/users/${target.id}`, { name: 'Sentinel' })).status).toBe(
+        200,
+      );
+      await sub.waitFor(2);
+      expect(sub.events.map((e) => e.userUpdated.name)).toEqual(['Committed', 'Sentinel']);
     });
 
     it('answers NOT_FOUND for an unknown user id', async () => {
@@ -364,8 +372,12 @@ describe('subscriptions (graphql-ws)', () => {
       sub.stop();
       const events = t.app.get(EventsService);
       await expect.poll(() => events.listenerCount(TOPICS.messageAdded(room))).toBe(0);
+      // a second subscription on the same socket still listens: once it has 'two', the stopped one
+      // would have had it too
+      const witness = subscribe(socket, MESSAGE_ADDED, { roomId: room });
+      await listening(t, TOPICS.messageAdded(room));
       await send(room, 'two');
-      await settle();
+      await witness.waitFor(1);
       expect(sub.events).toHaveLength(1);
     });
   });
