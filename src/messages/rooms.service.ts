@@ -19,7 +19,7 @@ export const ROOM_LIST_SPEC: ListSpec<never> = {
 
 const SORT_COLUMNS = { created_at: 'created_at', name: 'name' };
 
-/** Rooms: every authenticated caller reads them; USER and ADMIN create them (DESIGN.md section 7). */
+/** Rooms: every authenticated caller reads them; USER and ADMIN create them (docs/contract.md section 7). */
 @Injectable()
 export class RoomsService {
   constructor(

@@ -1,0 +1,108 @@
+import {
+  Args,
+  Context,
+  ID,
+  Int,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import { validateInput } from '../common/validation.js';
+import type { GqlContext } from '../graphql/context.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+} from '../graphql/connection.js';
+import { NodeRegistry } from '../graphql/node.js';
+import { CreateRoomInput } from './dto/message.inputs.js';
+import type { Message, Room } from './message.js';
+import { MessageConnection, RoomConnection, RoomModel } from './message.model.js';
+import { MessagesService, type SequencedMessage } from './messages.service.js';
+import { RoomsService, requireCaller } from './rooms.service.js';
+
+const ROOM_KEY = 'created_at';
+const MESSAGE_KEY = 'seq';
+
+/** Rooms: queries, creation, and `Room.messages` (batched over a list of rooms). */
+@Resolver(() => RoomModel)
+export class RoomsResolver {
+  constructor(
+    private readonly rooms: RoomsService,
+    private readonly messages: MessagesService,
+    nodes: NodeRegistry,
+  ) {
+    nodes.register('room', 'Room', (ctx, id) => this.rooms.get(ctx.caller, id));
+    nodes.register('message', 'Message', (ctx, id) => this.messages.get(ctx.caller, id));
+  }
+
+  @Query(() => RoomConnection, { name: 'rooms', description: 'Rooms, oldest first.' })
+  async listRooms(
+    @Context() ctx: GqlContext,
+    @Args('first', { type: () => Int, nullable: true }) first?: number,
+    @Args('after', { type: () => String, nullable: true }) after?: string,
+  ): Promise<ConnectionValue<Room>> {
+    requireCaller(ctx.caller);
+    const window = pageWindow({ first, after }, ROOM_KEY);
+    const rows = await this.rooms.page(ctx.caller, { size: window.size, after: window.after });
+    return connectionFromRows(rows, window, (r) => encodeCursor(ROOM_KEY, r.createdAt, r.id), {
+      totalCount: () => this.rooms.count(),
+      existsBeyond: async () => window.after !== undefined,
+    });
+  }
+
+  @Query(() => RoomModel, { nullable: true, description: 'A room by id (NOT_FOUND when unknown).' })
+  room(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<Room> {
+    return this.rooms.get(ctx.caller, id);
+  }
+
+  @Mutation(() => RoomModel, {
+    description: 'A new room (USER or ADMIN); CONFLICT when the name is taken.',
+  })
+  async createRoom(@Args('name') name: string, @Context() ctx: GqlContext): Promise<Room> {
+    return this.rooms.create(ctx.caller, await validateInput(CreateRoomInput, { name }));
+  }
+
+  @ResolveField('messages', () => MessageConnection, {
+    description: 'Messages in the order they were committed (oldest first).',
+  })
+  async roomMessages(
+    @Parent() room: Room,
+    @Context() ctx: GqlContext,
+    @Args('first', { type: () => Int, nullable: true }) first?: number,
+    @Args('after', { type: () => String, nullable: true }) after?: string,
+  ): Promise<ConnectionValue<Message>> {
+    requireCaller(ctx.caller);
+    const window = pageWindow({ first, after }, MESSAGE_KEY);
+    const afterSeq = window.after ? Number(window.after[0]) : undefined;
+    const pages = ctx.loaders.get<string, SequencedMessage[]>(
+      `messagesOfRoom:${window.size}:${after ?? ''}`,
+      async (ids) => {
+        const byRoom = await this.messages.pagesForRooms(ids, { size: window.size, afterSeq });
+        return ids.map((id) => byRoom.get(id) ?? []);
+      },
+    );
+    const counts = ctx.loaders.get<string, number>('messageCounts', async (ids) => {
+      const byRoom = await this.messages.countsForRooms(ids);
+      return ids.map((id) => byRoom.get(id) ?? 0);
+    });
+    const rows = await pages.load(room.id);
+    const connection = connectionFromRows(
+      rows,
+      window,
+      (r) => encodeCursor(MESSAGE_KEY, r.seq, r.message.id),
+      {
+        totalCount: () => counts.load(room.id),
+        existsBeyond: async () => window.after !== undefined,
+      },
+    );
+    return {
+      ...connection,
+      edges: connection.edges.map((e) => ({ cursor: e.cursor, node: e.node.message })),
+      nodes: connection.nodes.map((n) => n.message),
+    };
+  }
+}
