@@ -56,7 +56,7 @@ export default defineConfig(
 
   {
     rules: {
-      // The four rules the project promises (STYLE.md, "Tooling").
+      // The four rules the project promises (CONTRIBUTING.md, "Tooling").
       '@typescript-eslint/no-floating-promises': 'error',
       // A switch without `default` must name every member of a union/enum; writing `default`
       // (e.g. over a plain string) is the explicit opt-out.

@@ -5,7 +5,7 @@ const require = createRequire(import.meta.url);
 
 export default defineConfig({
   resolve: {
-    // one copy of graphql, or "Cannot use GraphQLDirective from another module or realm" (STACK-NOTES)
+    // one copy of graphql, or "Cannot use GraphQLDirective from another module or realm" (the alias makes vitest and the app load the same file)
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {

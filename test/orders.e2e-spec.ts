@@ -5,7 +5,7 @@ import { client, type Client } from './helpers/http.js';
 
 const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
 type Status = (typeof STATUSES)[number];
-/** The state machine of DESIGN.md section 4, written out independently of the implementation. */
+/** The state machine of docs/contract.md section 4, written out independently of the implementation. */
 const VALID = new Set([
   'pending>paid',
   'paid>shipped',

@@ -5,7 +5,7 @@ export type AuthMethod = 'basic' | 'jwt' | 'api_key' | 'oauth';
 /** Who is calling: built once per request by the auth guard from whichever credentials came in. */
 export interface Caller {
   userId: string;
-  /** Effective role: an API key's role is capped by its owner's (DESIGN.md section 4). */
+  /** Effective role: an API key's role is capped by its owner's (docs/contract.md section 4). */
   role: Role;
   method: AuthMethod;
   keyId?: string;

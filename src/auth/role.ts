@@ -1,4 +1,4 @@
-/** Roles by rank: ADMIN > USER > GUEST (DESIGN.md section 7). */
+/** Roles by rank: ADMIN > USER > GUEST (docs/contract.md section 7). */
 export enum Role {
   ADMIN = 'ADMIN',
   USER = 'USER',

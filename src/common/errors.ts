@@ -1,6 +1,6 @@
 /**
  * Domain errors: every rule violation in a service is one of these. The REST filter and the GraphQL
- * formatter each map them with one exhaustive switch over `code` (STYLE.md habit 5).
+ * formatter each map them with one exhaustive switch over `code` (CONTRIBUTING.md, house style 5).
  */
 export type ErrorCode =
   | 'bad_request'

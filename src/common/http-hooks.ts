@@ -37,7 +37,7 @@ export function rewriteUrl(req: {
   return url;
 }
 
-/** Versioning rules of DESIGN.md section 5 on the original URL. Returns true when it answered. */
+/** Versioning rules of docs/contract.md section 5 on the original URL. Returns true when it answered. */
 function versioning(req: FastifyRequest, reply: FastifyReply): boolean {
   const url = req.originalUrl;
   if (!url.startsWith(API_PREFIX) || DOCS.test(url)) {

@@ -15,7 +15,7 @@ export type IdKind = keyof typeof ID_PREFIXES;
 const nextUlid = monotonicFactory();
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
-/** A new prefixed, time-ordered id such as `usr_01J…` (DESIGN.md section 3). */
+/** A new prefixed, time-ordered id such as `usr_01J…` (docs/contract.md section 3). */
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${nextUlid()}`;
 }

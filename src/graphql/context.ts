@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MaybeCaller } from '../auth/caller.js';
 import type { LoaderRegistry } from './loaders.js';
 
-/** The computed cost of an operation (DESIGN.md section 9), reported as `extensions.cost`. */
+/** The computed cost of an operation (docs/contract.md section 9), reported as `extensions.cost`. */
 export interface OperationCost {
   requested: number;
   limit: number;

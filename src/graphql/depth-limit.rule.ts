@@ -8,7 +8,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 
-/** DESIGN.md section 9. */
+/** docs/contract.md section 9. */
 export const MAX_DEPTH = 12;
 /** Introspection subtrees get their own bound: the standard introspection query nests ofType deeply. */
 export const MAX_INTROSPECTION_DEPTH = 15;

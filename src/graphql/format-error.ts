@@ -4,7 +4,7 @@ import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../common/errors.js';
 import { toDomainError } from '../common/http-exception.filter.js';
 
-/** The `extensions.code` values of DESIGN.md section 6. */
+/** The `extensions.code` values of docs/contract.md section 6. */
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
@@ -26,7 +26,7 @@ const CONTRACT_CODES = new Set<string>([
   'INTERNAL_SERVER_ERROR',
 ]);
 
-/** The one mapping from domain error codes to GraphQL codes (STYLE.md habit 5). */
+/** The one mapping from domain error codes to GraphQL codes (CONTRIBUTING.md, house style 5). */
 export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
   switch (code) {
     case 'unauthorized':

@@ -28,7 +28,10 @@ export function hideSchemaDetails(config: AppConfig): boolean {
   return !config.graphqlDevelopment || !config.graphqlIntrospection;
 }
 
-/** Apollo options from the configuration; shared by the app and `npm run schema:print`. */
+/**
+ * Apollo options from the configuration, for the GraphQLModule below. (`npm run schema:print` builds
+ * the whole application, so the printed schema comes from these same options.)
+ */
 export function apolloOptions(
   config: AppConfig,
   contexts: GraphqlContextFactory,

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { ID_PREFIXES, kindOf, type IdKind } from '../common/ids.js';
 import type { GqlContext } from './context.js';
 
-/** GraphQL type name per id kind (ids carry their type: DESIGN.md section 3). */
+/** GraphQL type name per id kind (ids carry their type: docs/contract.md section 3). */
 const TYPE_OF_KIND = new Map<IdKind, string>();
 
 /** Resolves the concrete type of any value with a prefixed `id` (Node interface, unions). */

@@ -46,7 +46,7 @@ export function isIntrospectionOnly(
   return [...names].every((n) => INTROSPECTION_ROOTS.has(n));
 }
 
-/** Anonymous callers may introspect; every other root field needs credentials (DESIGN.md section 7). */
+/** Anonymous callers may introspect; every other root field needs credentials (docs/contract.md section 7). */
 export function authenticationRequired(status?: number): GraphQLError {
   return new GraphQLError('Authentication required: send Basic, Bearer or API key credentials', {
     extensions: { code: 'UNAUTHENTICATED', ...(status ? { http: { status } } : {}) },

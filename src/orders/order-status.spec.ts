@@ -5,7 +5,7 @@ import { decideTransition, isValidTransition, nextStatuses } from './order-statu
 
 const { PENDING, PAID, SHIPPED, DELIVERED, CANCELLED } = OrderStatus;
 
-/** Every valid edge of DESIGN.md section 4; everything else must be refused. */
+/** Every valid edge of docs/contract.md section 4; everything else must be refused. */
 const VALID: [OrderStatus, OrderStatus][] = [
   [PENDING, PAID],
   [PAID, SHIPPED],

@@ -1,4 +1,4 @@
-/** Order status (DESIGN.md section 4). */
+/** Order status (docs/contract.md section 4). */
 export enum OrderStatus {
   PENDING = 'pending',
   PAID = 'paid',

@@ -28,7 +28,7 @@ import { OrdersService } from './orders.service.js';
 const ORDER_KEY = 'created_at';
 const cursorOf = (o: Order) => encodeCursor(ORDER_KEY, o.createdAt, o.id);
 
-/** Order queries and mutations; thin: every rule is in OrdersService (STYLE.md habit 1). */
+/** Order queries and mutations; thin: every rule is in OrdersService (CONTRIBUTING.md, house style 1). */
 @Resolver(() => OrderModel)
 export class OrdersResolver {
   constructor(

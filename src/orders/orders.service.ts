@@ -39,7 +39,7 @@ export interface NewOrder {
 export type OrderPrecondition = (current: Order) => boolean;
 
 /**
- * The one place the order rules live (DESIGN.md sections 4 and 7); REST and GraphQL call these.
+ * The one place the order rules live (docs/contract.md sections 4 and 7); REST and GraphQL call these.
  * Permission checks run in a fixed order: role (GUEST 403), existence (404), ownership (403).
  * Orders of a soft-deleted user disappear with it (404).
  */
@@ -289,7 +289,7 @@ export class OrdersService {
 
   // ---- internals ---------------------------------------------------------------------------
 
-  /** GUEST (and anonymous) callers have no orders and see none (DESIGN.md section 7). */
+  /** GUEST (and anonymous) callers have no orders and see none (docs/contract.md section 7). */
   private requireOrderRole(caller: MaybeCaller): asserts caller is Caller {
     if (!caller) {
       throw Unauthorized();

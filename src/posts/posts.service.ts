@@ -338,7 +338,7 @@ function requireRead(caller: MaybeCaller): asserts caller is Caller {
   }
 }
 
-/** USER: own posts only; GUEST: none; ADMIN: any (DESIGN.md section 7). */
+/** USER: own posts only; GUEST: none; ADMIN: any (docs/contract.md section 7). */
 function requireOwnerOrAdmin(caller: Caller, post: Post): void {
   if (isAdmin(caller)) {
     return;

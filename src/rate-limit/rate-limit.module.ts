@@ -37,7 +37,7 @@ function isCredentialRoute(context: ExecutionContext): boolean {
 export class RateLimitCoreModule {}
 
 /**
- * Rate limits (DESIGN.md section 9, docs/rate-limits.md). Import AFTER AuthModule in AppModule:
+ * Rate limits (docs/contract.md section 9, docs/rate-limits.md). Import AFTER AuthModule in AppModule:
  * global guards run in registration order and the throttler needs the caller the auth guard sets.
  */
 @Module({

@@ -45,7 +45,7 @@ export function replySink(reply: FastifyReply): HeaderSink {
 }
 
 /**
- * The rate-limit rules of DESIGN.md section 9 on top of the counter store, for the three places that
+ * The rate-limit rules of docs/contract.md section 9 on top of the counter store, for the three places that
  * count: the throttler guard (REST), the Apollo plugin (GraphQL over HTTP) and the auth guard
  * (failed credential checks).
  */

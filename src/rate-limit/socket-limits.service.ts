@@ -18,7 +18,7 @@ export type SocketRef = string | object;
 export const CLOSE_TOO_MANY_CONNECTIONS = 4429;
 
 /**
- * WebSocket caps (DESIGN.md section 9): open graphql-ws connections per identity
+ * WebSocket caps (docs/contract.md section 9): open graphql-ws connections per identity
  * (WS_MAX_CONNECTIONS_PER_IDENTITY) and operations running at once on one connection
  * (WS_MAX_OPERATIONS_PER_CONNECTION). Counted per instance: a socket lives on one instance, and a
  * counter in Redis would leak the connections of an instance that crashed.

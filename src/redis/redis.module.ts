@@ -11,7 +11,8 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 
 /**
  * Redis clients, only when REDIS_URL is set. Commands fail fast while Redis is down (no 73 s of
- * retries, no offline queue: STACK-NOTES.md); the connection itself keeps reconnecting.
+ * retries, no offline queue: ioredis' defaults would queue commands and retry each ~20 times); the
+ * connection itself keeps reconnecting.
  */
 @Injectable()
 export class RedisConnections implements OnApplicationShutdown {

@@ -65,7 +65,9 @@ export class AdminModel {
   @Field(() => String, { nullable: true })
   email!: string | null;
 
-  @Field(() => [String], { description: 'What the ADMIN role permits (DESIGN.md section 7).' })
+  @Field(() => [String], {
+    description: 'What the ADMIN role permits (docs/contract.md section 7).',
+  })
   permissions!: string[];
 }
 

@@ -2,7 +2,7 @@ import { isAdmin, type MaybeCaller } from '../auth/caller.js';
 import type { User } from './user.js';
 import type { UserEntity } from './user.entity.js';
 
-/** Email visibility (DESIGN.md section 4): only the user themself and ADMINs see it. */
+/** Email visibility (docs/contract.md section 4): only the user themself and ADMINs see it. */
 export function canSeeEmail(user: Pick<User, 'id'>, viewer: MaybeCaller): boolean {
   return viewer !== undefined && (viewer.userId === user.id || isAdmin(viewer));
 }

@@ -54,7 +54,7 @@ function callerOf(ctx: GqlContext): Caller {
   return ctx.caller as Caller;
 }
 
-/** GraphQL side of the users resource: thin, every rule lives in UsersService (STYLE.md habit 1). */
+/** GraphQL side of the users resource: thin, every rule lives in UsersService (CONTRIBUTING.md, house style 1). */
 @Resolver(() => UserModel)
 export class UsersResolver {
   constructor(

@@ -442,7 +442,7 @@ export class UsersService {
     }
   }
 
-  /** USER may change only themself; GUEST nothing; ADMIN anyone (DESIGN.md section 7). */
+  /** USER may change only themself; GUEST nothing; ADMIN anyone (docs/contract.md section 7). */
   private requireSelfOrAdmin(caller: Caller, id: string): void {
     if (isAdmin(caller)) {
       return;

@@ -8,7 +8,7 @@ const ref = (name: string, nullable = false) => ({
   isNullable: nullable,
 });
 // RFC 3339 UTC with milliseconds, stored as text: sorts correctly and keeps the milliseconds that SQLite's
-// datetime would drop (STACK-NOTES.md); the same on both dialects.
+// datetime functions would drop; the same on both dialects.
 const ts = (name: string, nullable = false) => ({
   name,
   type: 'varchar',

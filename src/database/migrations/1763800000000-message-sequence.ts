@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner, TableColumn, TableIndex } from 'typeorm';
 
 /**
- * Per-room message sequence (issue 4): `rooms.last_seq` is incremented under the room's row lock by
+ * Per-room message sequence: `rooms.last_seq` is incremented under the room's row lock by
  * each send, and the message keeps its number in `messages.seq`. Seq order is commit order within a
  * room: subscribers get events in that order and lists sort by it (see docs/realtime.md).
  */

@@ -12,7 +12,7 @@ import {
 /**
  * Custom directives. `@cost` and `@cacheControl` are declared in `buildSchemaOptions.directives`;
  * `@auth` is added by `withAuthDirective` once the schema exists, because its argument must be the
- * schema's own `Role` enum (a second type named Role would clash: STACK-NOTES "GraphQL").
+ * schema's own `Role` enum (a second type named Role would clash: graphql-js refuses two types of one name).
  *
  * Attach them with Nest's `@Directive('@auth(requires: ADMIN)')`, `@Directive('@cost(complexity: 5)')`,
  * `@Directive('@cacheControl(maxAge: 60)')`.

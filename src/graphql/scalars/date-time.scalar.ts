@@ -37,8 +37,8 @@ export function parseDateTime(value: unknown): string {
 }
 
 /**
- * `DateTime`: RFC 3339 in UTC with milliseconds on output (`2026-11-21T22:12:14.123Z`, DESIGN.md
- * section 3); any RFC 3339 string with an offset on input. Invalid input -> BAD_USER_INPUT.
+ * `DateTime`: RFC 3339 in UTC with milliseconds on output (`2026-11-21T22:12:14.123Z`,
+ * docs/contract.md section 3); any RFC 3339 string with an offset on input. Invalid input -> BAD_USER_INPUT.
  */
 export const DateTimeScalar = new GraphQLScalarType<string, string>({
   name: 'DateTime',

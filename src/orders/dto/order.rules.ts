@@ -5,7 +5,7 @@ import { ORDER_STATUSES } from '../order.js';
 
 /**
  * The validation rules of an order's members, defined once and applied to the REST body (snake_case)
- * and the GraphQL inputs (camelCase) alike (STYLE.md habit 4).
+ * and the GraphQL inputs (camelCase) alike (CONTRIBUTING.md, house style 4).
  */
 export const MAX_ITEMS = 100;
 export const MAX_QUANTITY = 10_000;

@@ -6,7 +6,7 @@ const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? val
 
 export const MAX_BODY = 50_000;
 
-/** POST /posts and createPost: one class for REST and GraphQL (STYLE.md habit 4). */
+/** POST /posts and createPost: one class for REST and GraphQL (CONTRIBUTING.md, house style 4). */
 @InputType('CreatePostInput')
 export class CreatePostInput {
   @Field({ description: '1-200 characters, trimmed.' })

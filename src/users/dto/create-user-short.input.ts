@@ -5,7 +5,7 @@ const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? val
 
 /**
  * GraphQL only: the short form `createUser(name:, email:)`, the one way to make a user without an
- * email (DESIGN.md section 4). Same rules as CreateUserInput for the members it has.
+ * email (docs/contract.md section 4). Same rules as CreateUserInput for the members it has.
  */
 export class CreateUserShortInput {
   @Transform(trim)

@@ -18,7 +18,7 @@ import '../../graphql/role.graphql.js';
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 
 /**
- * Inputs of the users resource, defined once and shared by REST and GraphQL (STYLE.md habit 4).
+ * Inputs of the users resource, defined once and shared by REST and GraphQL (CONTRIBUTING.md, house style 4).
  * Presence rules differ per operation (create/replace/patch), so each class states them with
  * ValidateIf: `undefined` = absent, `null` = "clear" (only for nullable members).
  * The GraphQL decorators (@InputType/@Field) describe the same classes in the schema.
