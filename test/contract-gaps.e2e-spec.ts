@@ -377,35 +377,37 @@ describe('contract behaviours', () => {
       expect(applied.status).toBe(200);
     });
   });
+});
 
-  describe('refresh-token lifetime', () => {
-    it('refuses a refresh token once REFRESH_TTL_S has passed', async () => {
-      const short = await startApp({ REFRESH_TTL_S: '1' });
-      try {
-        const issuedAt = Date.now();
-        const signIn = await request(short.url, '/api/v1/auth/token', {
-          method: 'POST',
-          body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
-        });
-        expect(signIn.status).toBe(200);
-        // a fresh one is good (and single-use: it is traded for the next)
-        const first = await request(short.url, '/api/v1/auth/refresh', {
-          method: 'POST',
-          body: { refresh_token: signIn.body.refresh_token },
-        });
-        expect(first.status, first.text).toBe(200);
-        const next = first.body.refresh_token as string;
-        await pastInstant(new Date(Math.max(issuedAt, Date.now()) + 1000).toISOString(), 100);
-        const expired = await request(short.url, '/api/v1/auth/refresh', {
-          method: 'POST',
-          body: { refresh_token: next },
-        });
-        expect(expired.status).toBe(401);
-        expect(expired.body.error.code).toBe('unauthorized');
-      } finally {
-        await short.close();
-      }
-    });
+// Suites that start apps of their own keep them apart from the shared app above: until each app has
+// its own passport strategies, closing a second app in the middle of another's tests would break it.
+describe('refresh-token lifetime', () => {
+  it('refuses a refresh token once REFRESH_TTL_S has passed', async () => {
+    const short = await startApp({ REFRESH_TTL_S: '1' });
+    try {
+      const signIn = await request(short.url, '/api/v1/auth/token', {
+        method: 'POST',
+        body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+      });
+      expect(signIn.status).toBe(200);
+      // a fresh one is good (and single-use: it is traded for the next)
+      const first = await request(short.url, '/api/v1/auth/refresh', {
+        method: 'POST',
+        body: { refresh_token: signIn.body.refresh_token },
+      });
+      expect(first.status, first.text).toBe(200);
+      const next = first.body.refresh_token as string;
+      // REFRESH_TTL_S=1: the new token expires one second after this response at the latest
+      await pastInstant(new Date(Date.now() + 1000).toISOString(), 100);
+      const expired = await request(short.url, '/api/v1/auth/refresh', {
+        method: 'POST',
+        body: { refresh_token: next },
+      });
+      expect(expired.status).toBe(401);
+      expect(expired.body.error.code).toBe('unauthorized');
+    } finally {
+      await short.close();
+    }
   });
 });
 
