@@ -18,7 +18,13 @@ describe('GraphQL batching (SQL statements per request)', () => {
     counter.reset();
     const res = await gql(t.url, query, { auth });
     expect(res.body.errors, query).toBeUndefined();
-    return [...counter.statements];
+    // the API key's last_used_at is written once a minute, in a transaction of its own, whenever a
+    // request happens to land on that minute: bookkeeping, not part of any page's statements
+    return counter.statements.filter(
+      (s) =>
+        !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK)\b/i.test(s) &&
+        !/UPDATE api_keys SET last_used_at/i.test(s),
+    );
   }
 
   beforeAll(async () => {
@@ -47,7 +53,7 @@ describe('GraphQL batching (SQL statements per request)', () => {
         const [row] = await ds.query<{ n: number | string }[]>(
           'SELECT COUNT(*) AS n FROM api_keys WHERE last_used_at IS NOT NULL',
         );
-        expect(Number(row!.n)).toBe(1);
+        expect(Number(row?.n)).toBe(1);
       },
       { timeout: 5_000, interval: 10 },
     );
@@ -103,10 +109,11 @@ describe('GraphQL batching (SQL statements per request)', () => {
       ' }';
     const twoNodes = await statementsFor(nodes(postIds.slice(0, 2)));
     const eightNodes = await statementsFor(nodes(postIds));
-    // each node() is a root field of its own (one row each, like user(id) aliases); the authors of
-    // all of them still come in one statement
-    expect(eightNodes.length).toBe(twoNodes.length + 6);
+    // node() fields of one request read their posts through one loader, and the posts' authors too
+    expect(eightNodes.length).toBe(twoNodes.length);
+    const posts = (st: string[]) => st.filter((s) => /FROM posts WHERE id IN/i.test(s));
     const authors = (st: string[]) => st.filter((s) => /FROM users WHERE id IN/i.test(s));
+    expect(posts(eightNodes)).toHaveLength(1);
     expect(authors(twoNodes)).toHaveLength(1);
     expect(authors(eightNodes)).toHaveLength(1);
   });

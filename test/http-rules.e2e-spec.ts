@@ -29,7 +29,7 @@ describe('HTTP rules of the resource API', () => {
     const rows = await t.app
       .get(DataSource)
       .query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM users');
-    return Number(rows[0]!.n);
+    return Number(rows[0].n);
   }
 
   describe('versioning', () => {

@@ -284,7 +284,7 @@ describe('rooms and messages', () => {
         `SELECT last_seq FROM rooms WHERE id = ${p}`,
         [room.id],
       );
-      expect(Number(stored!.last_seq)).toBe(20);
+      expect(Number(stored.last_seq)).toBe(20);
     });
   });
 });

@@ -20,6 +20,7 @@ import { UsersService } from '../users/users.service.js';
 import { CreatePostInput, PatchPostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { PostModel } from './post.model.js';
+import { postLoader } from './posts.loaders.js';
 import { PostsService } from './posts.service.js';
 
 /** GraphQL side of the posts resource; the rules live in PostsService. */
@@ -30,7 +31,10 @@ export class PostsResolver {
     private readonly users: UsersService,
     nodes: NodeRegistry,
   ) {
-    nodes.register('post', 'Post', (ctx, id) => this.posts.get(ctx.caller, id));
+    // through the request's loader: several node() fields of one request read their posts at once
+    nodes.register('post', 'Post', (ctx, id) =>
+      this.posts.get(ctx.caller, id, (one) => postLoader(ctx, this.posts).load(one)),
+    );
   }
 
   @Query(() => PostModel, { nullable: true })

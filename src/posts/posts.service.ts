@@ -54,9 +54,15 @@ export class PostsService {
     return rows.map(postFromRow);
   }
 
-  async get(caller: MaybeCaller, id: string): Promise<Post> {
+  /** One post; `load` lets GraphQL fetch through the request's DataLoader (node() batches). */
+  async get(
+    caller: MaybeCaller,
+    id: string,
+    load: (id: string) => Promise<Post | undefined> = async (one) =>
+      (await this.findByIds([one]))[0],
+  ): Promise<Post> {
     requireRead(caller);
-    const [post] = await this.findByIds([id]);
+    const post = await load(id);
     if (!post) {
       throw NotFound('Post');
     }
