@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startApp, type TestApp } from './helpers/app.js';
 import { createApiKey } from './helpers/factories.js';
+import { request } from './helpers/http.js';
 import { signUp, type SignedUp } from './helpers/rate-limit.js';
 
 interface Message {
@@ -192,7 +193,7 @@ describe('WebSocket operations and credentials against the shared counters', () 
     }
   });
 
-  it('counts failed connection_init credentials against the address’s auth bucket; over it, 4429', async () => {
+  it('counts failed connection_init credentials against the address’s auth bucket; over it, 4429 for wrong ones only', async () => {
     const t = await startApp({
       AUTH_RATE_LIMIT: '2',
       AUTH_RATE_LIMIT_WINDOW_S: '30',
@@ -205,11 +206,18 @@ describe('WebSocket operations and credentials against the shared counters', () 
       expect(bad.closeCode).toBe(4403);
       const bad2 = await RawSocket.open(t.url, { apiKey: 'ak_no_such_key_000000000000' });
       expect(bad2.closeCode).toBe(4403);
+      const bad3 = await RawSocket.open(t.url, { Authorization: 'Bearer again.not.a.jwt' });
+      expect(bad3.acked).toBe(false);
+      expect(bad3.closeCode).toBe(4429);
+      // REST from the same address shares the bucket: wrong credentials 429, valid ones served
+      const wrong = await request(t.url, '/api/v1/auth/me', {
+        headers: { authorization: 'Bearer not.a.jwt' },
+      });
+      expect(wrong.status).toBe(429);
       const good = await RawSocket.open(t.url, { Authorization: `Bearer ${u.token}` });
-      expect(good.acked).toBe(false);
-      expect(good.closeCode).toBe(4429);
-      // REST from the same address is refused too (one bucket)
-      expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
+      expect(good.acked).toBe(true);
+      await good.close();
+      expect((await u.client.get('/api/v1/auth/me')).status).toBe(200);
     } finally {
       await t.close();
     }

@@ -1,21 +1,35 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, Forbidden } from '../common/errors.js';
-import { RateLimitService } from '../rate-limit/rate-limit.service.js';
+import {
+  refuseWith,
+  replySink,
+  TOO_MANY_FAILURES,
+  writeRateLimitHeaders,
+} from '../common/rate-limit-headers.js';
 import { AUTH_METADATA, type AuthRequirement } from './auth.decorators.js';
-import { hasRole, type Caller } from './caller.js';
+import { hasRole, type Caller, type MaybeCaller } from './caller.js';
+import { CredentialAttempts, NoCredentialAttempts } from './credential-attempts.js';
+import { CredentialsService, type CredentialCarrier } from './credentials.service.js';
 import { Role } from './role.js';
 
-/** Strategies in the fixed order they are tried. Each fails (never throws) on foreign credentials. */
-export const STRATEGIES = ['jwt', 'basic', 'api-key', 'api-key-query'];
+type AuthedRequest = FastifyRequest & { caller?: Caller };
 
-type AuthedRequest = FastifyRequest & { caller?: Caller; user?: Caller };
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
 
-export function hasCredentials(req: FastifyRequest): boolean {
+/** A REST request's credentials: Authorization, X-API-Key, `?api_key=`, and the client address. */
+export function restCarrier(req: FastifyRequest): CredentialCarrier {
   const query = req.query as Record<string, unknown> | undefined;
-  return Boolean(req.headers.authorization || req.headers['x-api-key'] || query?.api_key);
+  const queryKey = query?.api_key;
+  return {
+    authorization: single(req.headers.authorization),
+    apiKey: single(req.headers['x-api-key']),
+    queryApiKey: typeof queryKey === 'string' ? queryKey : undefined,
+    address: req.ip,
+  };
 }
 
 export function unauthorized(message: string): DomainError {
@@ -23,20 +37,25 @@ export function unauthorized(message: string): DomainError {
 }
 
 /**
- * The one guard (global): whichever credentials came in become `request.caller`, then the route's
- * `@Authenticated` requirement decides. 401 (the error filter adds `WWW-Authenticate`) for missing/invalid credentials, 403 for too low a role.
- * GraphQL builds its caller in the context factory and is not handled here.
+ * The one REST guard (global), a thin adapter over the credential door (CredentialsService):
+ * whichever credentials came in become `request.caller`, then the route's `@Authenticated`
+ * requirement decides. 401 (the error filter adds `WWW-Authenticate`) for missing or invalid
+ * credentials, 429 when a credential bucket refuses them, 403 for too low a role.
+ * GraphQL builds its caller in its context factory (over the same door) and is not handled here.
  */
 @Injectable()
-export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
+export class AuthGuard implements CanActivate {
+  private readonly attempts: CredentialAttempts;
+
   constructor(
     private readonly reflector: Reflector,
-    private readonly limits: RateLimitService,
+    private readonly door: CredentialsService,
+    @Optional() attempts?: CredentialAttempts,
   ) {
-    super();
+    this.attempts = attempts ?? new NoCredentialAttempts();
   }
 
-  override async canActivate(context: ExecutionContext): Promise<boolean> {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') {
       return true;
     }
@@ -51,37 +70,39 @@ export class AuthGuard extends PassportAuthGuard(STRATEGIES) {
     const req = context.switchToHttp().getRequest<AuthedRequest>();
     const reply = context.switchToHttp().getResponse<FastifyReply>();
     if (!req.caller) {
-      if (!hasCredentials(req)) {
-        await this.limits.countRefusedRequest(req, reply); // refusals count too (docs/rate-limits.md)
-        throw unauthorized('Authentication required');
+      const answer = await this.door.authenticate(restCarrier(req));
+      switch (answer.kind) {
+        case 'anonymous':
+          await this.countRefusal(undefined, req, reply);
+          throw unauthorized('Authentication required');
+        case 'invalid':
+          throw unauthorized('Invalid credentials');
+        case 'throttled':
+          throw refuseWith(reply, answer.throttle.limit, answer.throttle, TOO_MANY_FAILURES);
+        case 'caller':
+          req.caller = answer.caller;
       }
-      // failed checks count against the address's auth bucket; over it, 429 (docs/rate-limits.md)
-      await this.limits.assertCredentialChecksAllowed(req, reply);
-      try {
-        await super.canActivate(context);
-      } catch (err) {
-        if (err instanceof DomainError && err.code === 'unauthorized') {
-          await this.limits.failedCredentials(req, reply);
-        }
-        throw err;
-      }
-      req.caller = req.user;
     }
     if (!hasRole(req.caller, requirement.role ?? Role.GUEST)) {
-      await this.limits.countRefusedRequest(req, reply);
+      await this.countRefusal(req.caller, req, reply);
       throw Forbidden();
     }
     return true;
   }
 
-  override handleRequest<T>(err: unknown, user: T): T {
-    if (err) {
-      // a strategy errored (e.g. the database is unreachable): that is a 500, not a 401
-      throw err instanceof Error ? err : new Error('authentication failed unexpectedly');
+  /** Refusals count against the request bucket too (docs/rate-limits.md); 429 once it is used up. */
+  private async countRefusal(
+    caller: MaybeCaller,
+    req: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<void> {
+    const count = await this.attempts.refusedRequest(caller, req.ip);
+    if (!count) {
+      return;
     }
-    if (!user) {
-      throw unauthorized('Invalid credentials');
+    if (!count.allowed) {
+      throw refuseWith(reply, count.limit, count);
     }
-    return user;
+    writeRateLimitHeaders(replySink(reply), count.limit, count);
   }
 }

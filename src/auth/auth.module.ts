@@ -1,12 +1,13 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { PassportModule } from '@nestjs/passport';
 import { UsersModule } from '../users/users.module.js';
+import { AppPassport } from './app-passport.js';
 import { ApiKeysController } from './api-keys/api-keys.controller.js';
 import { ApiKeysService } from './api-keys/api-keys.service.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
+import { CredentialsService } from './credentials.service.js';
 import { SessionService } from './session.service.js';
 import { ApiKeyHeaderStrategy, ApiKeyQueryStrategy } from './strategies/api-key.strategy.js';
 import { BasicStrategy } from './strategies/basic.strategy.js';
@@ -15,19 +16,22 @@ import { TokenService } from './token.service.js';
 
 @Global()
 @Module({
-  imports: [PassportModule.register({ session: false }), UsersModule],
+  imports: [UsersModule],
   controllers: [AuthController, ApiKeysController],
   providers: [
     TokenService,
     AuthService,
     SessionService,
     ApiKeysService,
+    // this application's own passport instance and the strategies registered on it (app-passport.ts)
+    AppPassport,
+    CredentialsService,
     BasicStrategy,
     JwtStrategy,
     ApiKeyHeaderStrategy,
     ApiKeyQueryStrategy,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [AuthService, TokenService],
+  exports: [AuthService, TokenService, CredentialsService],
 })
 export class AuthModule {}

@@ -6,7 +6,7 @@ import { isStorableText } from '../common/validation.js';
 import type { Caller } from './caller.js';
 import { dummyPasswordHash, verifyPassword } from './passwords.js';
 import { isRole, lowerRole, type Role } from './role.js';
-import { sha256, TokenService } from './token.service.js';
+import { sha256 } from './token.service.js';
 
 interface KeyRow {
   id: string;
@@ -22,18 +22,17 @@ interface KeyRow {
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
- * Turns credentials into a caller. Used by the passport strategies (HTTP) and by the GraphQL
- * WebSocket handshake, so every transport accepts exactly the same credentials.
+ * Turns verified credentials into a caller from the database. Used by the passport strategies,
+ * which the credential door (credentials.service.ts) runs for every transport.
  */
 @Injectable()
 export class AuthService {
   private readonly logger = new Logger(AuthService.name);
   private readonly lastUsedWritten = new Map<string, number>();
+  /** The hash each password caller was checked against (for `recheckBasic`). */
+  private readonly passwordHashes = new WeakMap<Caller, string>();
 
-  constructor(
-    private readonly db: DatabaseService,
-    private readonly tokens: TokenService,
-  ) {}
+  constructor(private readonly db: DatabaseService) {}
 
   /** The live user's id and role, or undefined when deleted/unknown. */
   async liveUserRole(userId: string): Promise<Role | undefined> {
@@ -61,22 +60,23 @@ export class AuthService {
     if (!(await verifyPassword(row.password_hash, password)) || !isRole(row.role)) {
       return undefined;
     }
-    return { userId: row.id, role: row.role, method: 'basic' };
+    const caller: Caller = { userId: row.id, role: row.role, method: 'basic' };
+    this.passwordHashes.set(caller, row.password_hash);
+    return caller;
   }
 
   /** A first-party access token's caller; the role comes from the database, not the token. */
-  async verifyBearer(token: string): Promise<Caller | undefined> {
-    const claims = this.tokens.verifyAccessToken(token);
-    return claims ? this.callerFromClaims(claims.sub, claims.iat) : undefined;
-  }
-
   /**
-   * The caller of a verified token of `userId` issued at `issuedAtS` (JWT `iat`, seconds): undefined
-   * when the user is gone, or when the token predates the user's last password change
-   * (`tokens_valid_after`; `iat` has one-second resolution, so a token issued within the same
-   * second as the change still passes).
+   * The caller of a verified token of `userId` issued at `issuedAtS` and expiring at `expS` (JWT
+   * `iat`, `exp`, seconds): undefined when the user is gone, or when the token predates the user's
+   * last password change (`tokens_valid_after`; `iat` has one-second resolution, so a token issued
+   * within the same second as the change still passes).
    */
-  async callerFromClaims(userId: string, issuedAtS?: number): Promise<Caller | undefined> {
+  async callerFromClaims(
+    userId: string,
+    issuedAtS: number | undefined,
+    expS: number,
+  ): Promise<Caller | undefined> {
     const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
       `SELECT tokens_valid_after, role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
       [userId],
@@ -91,7 +91,26 @@ export class AuthService {
         return undefined;
       }
     }
-    return { userId, role: row.role, method: 'jwt' };
+    return { userId, role: row.role, method: 'jwt', expiresAt: expS * 1000 };
+  }
+
+  /**
+   * A password caller again, with its user's current role: undefined once the user is deleted or
+   * the password has changed since it was checked (one row read, no argon2).
+   */
+  async recheckBasic(caller: Caller): Promise<Caller | undefined> {
+    const checked = this.passwordHashes.get(caller);
+    const rows = await this.db.query<{ role: string; password_hash: string | null }>(
+      `SELECT role, password_hash FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
+      [caller.userId],
+    );
+    const row = rows[0];
+    if (!row || checked === undefined || row.password_hash !== checked || !isRole(row.role)) {
+      return undefined;
+    }
+    const current: Caller = { ...caller, role: row.role };
+    this.passwordHashes.set(current, checked);
+    return current;
   }
 
   async verifyApiKey(key: string): Promise<Caller | undefined> {
@@ -122,6 +141,7 @@ export class AuthService {
       role: lowerRole(row.role, row.user_role),
       method: 'api_key',
       keyId: row.id,
+      ...(row.expires_at !== null ? { expiresAt: Date.parse(row.expires_at) } : {}),
     };
   }
 
@@ -139,34 +159,5 @@ export class AuthService {
         ),
       )
       .catch((err: unknown) => this.logger.warn({ err }, 'could not record api key use'));
-  }
-
-  /**
-   * Credentials as carried by a GraphQL WebSocket `connection_init` payload (or any non-HTTP
-   * transport): `Authorization` (Basic or Bearer) or `apiKey`. `null` = presented but invalid.
-   */
-  async fromCredentials(
-    authorization?: string,
-    apiKey?: string,
-  ): Promise<Caller | undefined | null> {
-    if (authorization) {
-      const [scheme, value = ''] = authorization.split(' ', 2);
-      if (/^bearer$/i.test(scheme ?? '')) {
-        return (await this.verifyBearer(value)) ?? null;
-      }
-      if (/^basic$/i.test(scheme ?? '')) {
-        const decoded = Buffer.from(value, 'base64').toString('utf8');
-        const sep = decoded.indexOf(':');
-        if (sep < 0) {
-          return null;
-        }
-        return (await this.verifyBasic(decoded.slice(0, sep), decoded.slice(sep + 1))) ?? null;
-      }
-      return null;
-    }
-    if (apiKey) {
-      return (await this.verifyApiKey(apiKey)) ?? null;
-    }
-    return undefined;
   }
 }

@@ -2,7 +2,10 @@ import { Role, roleAtLeast } from './role.js';
 
 export type AuthMethod = 'basic' | 'jwt' | 'api_key' | 'oauth';
 
-/** Who is calling: built once per request by the auth guard from whichever credentials came in. */
+/**
+ * Who is calling: built once per request (per WebSocket operation) by the credential door
+ * (credentials.service.ts) from whichever credentials came in.
+ */
 export interface Caller {
   userId: string;
   /** Effective role: an API key's role is capped by its owner's (docs/contract.md section 4). */
@@ -11,6 +14,8 @@ export interface Caller {
   keyId?: string;
   clientId?: string;
   scopes?: string[];
+  /** When the credential lapses by itself (ms since the epoch): a JWT's `exp`, an API key's expiry. */
+  expiresAt?: number;
 }
 
 /** `undefined` is the anonymous caller (only public routes and GraphQL introspection). */

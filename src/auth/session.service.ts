@@ -28,14 +28,6 @@ export class SessionService {
     private readonly auth: AuthService,
   ) {}
 
-  async passwordGrant(email: string, password: string): Promise<TokenPair> {
-    const caller = await this.auth.verifyBasic(email, password);
-    if (!caller) {
-      throw Unauthorized('Invalid email or password');
-    }
-    return this.issue(caller.userId, caller.role);
-  }
-
   async refresh(refreshToken: string): Promise<TokenPair> {
     const hash = sha256(refreshToken);
     const { token, hash: nextHash } = this.tokens.newOpaqueToken('rt_');
@@ -65,7 +57,8 @@ export class SessionService {
     return this.pair(issued, role, token);
   }
 
-  private async issue(userId: string, role: Role): Promise<TokenPair> {
+  /** A new token pair for a user whose credentials the caller has verified. */
+  async issue(userId: string, role: Role): Promise<TokenPair> {
     const { token, hash } = this.tokens.newOpaqueToken('rt_');
     const now = new Date();
     await this.db.transaction(({ manager }) =>

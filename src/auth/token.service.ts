@@ -15,7 +15,6 @@ import { Role } from './role.js';
 
 export const JWT_ALGORITHM = 'RS256';
 export const JWT_AUDIENCE = 'atrium-api';
-const VERIFIED_CACHE_SIZE = 10_000;
 
 export interface AccessClaims {
   sub: string;
@@ -27,14 +26,16 @@ export interface AccessClaims {
   jti: string;
 }
 
-/** Signs and verifies first-party access tokens; keys are KeyObjects so verify never re-parses PEM. */
+/**
+ * Signs first-party access tokens (verified by the passport-jwt strategy); keys are KeyObjects so
+ * verification never re-parses PEM.
+ */
 @Injectable()
 export class TokenService {
   private readonly logger = new Logger(TokenService.name);
   readonly privateKey: KeyObject;
   readonly publicKey: KeyObject;
   readonly issuer: string;
-  private readonly verified = new Map<string, AccessClaims>();
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
     this.privateKey = createPrivateKey(this.loadPem());
@@ -85,51 +86,13 @@ export class TokenService {
     });
   }
 
-  /** Verify options shared by the passport strategy and the WebSocket handshake. */
-  get verifyOptions(): jwt.VerifyOptions & { algorithms: jwt.Algorithm[] } {
-    return { algorithms: [JWT_ALGORITHM], issuer: this.issuer, audience: JWT_AUDIENCE };
-  }
-
-  /**
-   * The claims of a valid token, or undefined. `exp` is required (jsonwebtoken alone accepts none).
-   * A token's signature is verified once and its claims remembered until it expires: an RSA verify
-   * plus JWS parsing was ~20% of a GET's CPU (docs/performance.md). The token string itself is the
-   * key, so a cached entry can only ever answer for the exact bytes that were verified.
-   */
-  verifyAccessToken(token: string): AccessClaims | undefined {
-    const nowS = Date.now() / 1000;
-    const cached = this.verified.get(token);
-    if (cached) {
-      if (cached.exp > nowS) {
-        return cached;
-      }
-      this.verified.delete(token);
-      return undefined;
-    }
-    let claims: AccessClaims | undefined;
-    try {
-      claims = checkClaims(
-        jwt.verify(token, this.publicKey, this.verifyOptions) as Partial<AccessClaims>,
-      );
-    } catch {
-      return undefined;
-    }
-    if (claims) {
-      if (this.verified.size >= VERIFIED_CACHE_SIZE) {
-        // drop the oldest entry (Map keeps insertion order)
-        this.verified.delete(this.verified.keys().next().value as string);
-      }
-      this.verified.set(token, claims);
-    }
-    return claims;
-  }
-
   newOpaqueToken(prefix: string): { token: string; hash: string } {
     const token = `${prefix}${randomBytes(32).toString('base64url')}`;
     return { token, hash: sha256(token) };
   }
 }
 
+/** The claims of a verified token when they have what we require (`exp`, `sub`). */
 export function checkClaims(claims: Partial<AccessClaims>): AccessClaims | undefined {
   if (typeof claims.exp !== 'number' || typeof claims.sub !== 'string') {
     return undefined;

@@ -27,6 +27,10 @@ export interface AppConfig {
   /** Rate limiting (docs/rate-limits.md): the switch exists for the limiter-overhead benchmark. */
   rateLimitEnabled: boolean;
   authRateLimitWindowS: number;
+  /** Failed password checks per target account per window (default AUTH_RATE_LIMIT). */
+  authAccountRateLimit: number;
+  /** Failed credential checks per address per window past which no password is checked (default 10 x AUTH_RATE_LIMIT). */
+  authAddressHardLimit: number;
   graphqlCostBudget: number;
   graphqlCostWindowS: number;
   wsMaxConnectionsPerIdentity: number;
@@ -215,6 +219,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     authRateLimit: int(env, 'AUTH_RATE_LIMIT', 10, 1, 1_000_000_000),
     rateLimitEnabled: bool(env, 'RATE_LIMIT_ENABLED', true),
     authRateLimitWindowS: int(env, 'AUTH_RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
+    authAccountRateLimit: int(
+      env,
+      'AUTH_ACCOUNT_RATE_LIMIT',
+      int(env, 'AUTH_RATE_LIMIT', 10, 1, 1_000_000_000),
+      1,
+      1_000_000_000,
+    ),
+    authAddressHardLimit: int(
+      env,
+      'AUTH_ADDRESS_HARD_LIMIT',
+      Math.min(1_000_000_000, 10 * int(env, 'AUTH_RATE_LIMIT', 10, 1, 1_000_000_000)),
+      1,
+      1_000_000_000,
+    ),
     graphqlCostBudget: int(env, 'GRAPHQL_COST_BUDGET', 10_000, 1, 1_000_000_000),
     graphqlCostWindowS: int(env, 'GRAPHQL_COST_WINDOW_S', 60, 1, 86_400),
     wsMaxConnectionsPerIdentity: int(env, 'WS_MAX_CONNECTIONS_PER_IDENTITY', 10, 1, 1_000_000),

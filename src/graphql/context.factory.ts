@@ -2,11 +2,15 @@ import { HeaderMap } from '@apollo/server';
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
-import { AuthService } from '../auth/auth.service.js';
 import type { MaybeCaller } from '../auth/caller.js';
+import {
+  CredentialsService,
+  type CredentialCarrier,
+  type DoorAnswer,
+} from '../auth/credentials.service.js';
 import { WWW_AUTHENTICATE } from '../common/errors.js';
+import { TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import { graphqlRateLimited } from '../rate-limit/graphql-rate-limit.plugin.js';
-import { RateLimitService, TOO_MANY_FAILURES } from '../rate-limit/rate-limit.service.js';
 import type { GqlContext } from './context.js';
 import { LoaderRegistry } from './loaders.js';
 
@@ -51,41 +55,60 @@ function assertNotCsrf(req: FastifyRequest): void {
 }
 
 /**
+ * The credentials of a WebSocket `connection_init` payload: `Authorization` (Basic or Bearer) or
+ * `apiKey` (also `api_key`, `x-api-key`), keys in any letter case.
+ */
+export function socketCarrier(
+  params: Record<string, unknown> | undefined,
+  address: string | undefined,
+): CredentialCarrier {
+  const get = (...names: string[]) => {
+    for (const [k, v] of Object.entries(params ?? {})) {
+      if (names.includes(k.toLowerCase()) && typeof v === 'string' && v !== '') {
+        return v;
+      }
+    }
+    return undefined;
+  };
+  return {
+    authorization: get('authorization'),
+    apiKey: get('apikey', 'api_key', 'x-api-key'),
+    address,
+  };
+}
+
+/**
  * Builds the GraphQL context once per HTTP request (Apollo's context function; on Fastify it is
- * called with `(request, reply)`) and once per WebSocket operation. The caller comes from the same
- * credentials as REST: Authorization (Basic or Bearer), X-API-Key, or `?api_key=` on GET.
+ * called with `(request, reply)`) and once per WebSocket operation. The caller comes from the
+ * credential door, as on REST: Authorization (Basic or Bearer), X-API-Key, or `?api_key=` on GET.
  */
 @Injectable()
 export class GraphqlContextFactory {
-  constructor(
-    private readonly auth: AuthService,
-    private readonly limits: RateLimitService,
-  ) {}
+  constructor(private readonly door: CredentialsService) {}
 
   async forHttp(req: FastifyRequest, reply: FastifyReply): Promise<GqlContext> {
     assertNotCsrf(req);
-    const authorization = single(req.headers.authorization);
-    let apiKey = single(req.headers['x-api-key']);
-    if (!apiKey && req.method === 'GET') {
-      const q = (req.query as Record<string, unknown> | undefined)?.api_key;
-      apiKey = typeof q === 'string' ? q : undefined;
-    }
+    const q = (req.query as Record<string, unknown> | undefined)?.api_key;
+    const answer = await this.door.authenticate({
+      authorization: single(req.headers.authorization),
+      apiKey: single(req.headers['x-api-key']),
+      queryApiKey: req.method === 'GET' && typeof q === 'string' ? q : undefined,
+      address: req.ip,
+    });
     let caller: MaybeCaller;
-    if (authorization || apiKey) {
-      // failed checks count against the address's auth bucket, as on REST (docs/rate-limits.md)
-      const blocked = await this.limits.credentialChecksBlocked(req.ip);
-      if (blocked) {
-        throw graphqlRateLimited(TOO_MANY_FAILURES, blocked.resetMs, {
-          limit: this.limits.authRateLimit,
-          hit: blocked,
-        });
-      }
-      const found = await this.auth.fromCredentials(authorization, apiKey);
-      if (found === null || found === undefined) {
-        await this.limits.recordFailedCredentials(req.ip);
+    switch (answer.kind) {
+      case 'invalid':
         throw invalidCredentials();
-      }
-      caller = found;
+      case 'throttled':
+        throw graphqlRateLimited(TOO_MANY_FAILURES, answer.throttle.resetMs, {
+          limit: answer.throttle.limit,
+          hit: { ...answer.throttle, allowed: false },
+        });
+      case 'caller':
+        caller = answer.caller;
+        break;
+      case 'anonymous':
+        break;
     }
     return {
       transport: 'http',
@@ -97,27 +120,12 @@ export class GraphqlContextFactory {
     };
   }
 
-  /**
-   * The caller of a WebSocket connection from its `connection_init` payload: `Authorization`
-   * (Basic/Bearer, any letter case of the key) or `apiKey`. null = invalid credentials.
-   */
-  async callerFromConnectionParams(
+  /** The door's answer for a WebSocket `connection_init` payload (see `socketCarrier`). */
+  fromConnectionParams(
     params: Record<string, unknown> | undefined,
-  ): Promise<MaybeCaller | null> {
-    const get = (...names: string[]) => {
-      for (const [k, v] of Object.entries(params ?? {})) {
-        if (names.includes(k.toLowerCase()) && typeof v === 'string' && v !== '') {
-          return v;
-        }
-      }
-      return undefined;
-    };
-    const authorization = get('authorization');
-    const apiKey = get('apikey', 'api_key', 'x-api-key');
-    if (!authorization && !apiKey) {
-      return undefined;
-    }
-    return (await this.auth.fromCredentials(authorization, apiKey)) ?? null;
+    address: string | undefined,
+  ): Promise<DoorAnswer> {
+    return this.door.authenticate(socketCarrier(params, address));
   }
 
   forSocket(caller: MaybeCaller, connectionParams?: Record<string, unknown>): GqlContext {

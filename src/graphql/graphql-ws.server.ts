@@ -92,17 +92,17 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       {
         schema,
         onConnect: async (ctx) => {
-          // an address over its auth bucket (failed credential checks) opens no socket: 4429
+          // the credential door, as for HTTP: invalid -> 4403; refused by a credential bucket -> 4429
           const address = this.limits.clientAddress(ctx.extra.request);
-          if (await this.limits.credentialChecksBlocked(address)) {
+          const answer = await this.contexts.fromConnectionParams(ctx.connectionParams, address);
+          if (answer.kind === 'throttled') {
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many failed credential checks');
             return false;
           }
-          const caller = await this.contexts.callerFromConnectionParams(ctx.connectionParams);
-          if (caller === null) {
-            await this.limits.recordFailedCredentials(address);
+          if (answer.kind === 'invalid') {
             return false; // 4403 Forbidden: credentials presented but invalid
           }
+          const caller = answer.kind === 'caller' ? answer.caller : undefined;
           ctx.extra.caller = caller;
           const identity = this.limits.identityOf(caller, address);
           if (!this.limits.acquireConnection(ctx, identity)) {

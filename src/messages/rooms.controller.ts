@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
@@ -13,9 +13,6 @@ import { RoomsService } from './rooms.service.js';
 
 /** Rooms and their messages. GUESTs read; USER and ADMIN create rooms and send messages. */
 @ApiTags('rooms')
-@ApiBearerAuth()
-@ApiBasicAuth()
-@ApiSecurity('api_key')
 @Controller('rooms')
 @Authenticated({ role: Role.GUEST })
 export class RoomsController {

@@ -13,7 +13,7 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
@@ -35,9 +35,6 @@ function ifMatch(header: string | undefined): PostPrecondition | undefined {
 
 /** REST side of the posts resource: the same list, ETag, error and permission rules as users. */
 @ApiTags('posts')
-@ApiBearerAuth()
-@ApiBasicAuth()
-@ApiSecurity('api_key')
 @Controller('posts')
 @Authenticated({ role: Role.GUEST })
 export class PostsController {

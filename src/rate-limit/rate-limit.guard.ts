@@ -157,18 +157,11 @@ export class RateLimitGuard extends ThrottlerGuard {
     const name = throttler.name ?? 'default';
     const tracker = await getTracker(req, context);
     const key = generateKey(context, tracker, name);
-    const caller = (req as FastifyRequest & { caller?: unknown }).caller;
-    if (caller !== undefined) {
-      // credentials were checked for this request: counted only while the address's auth bucket
-      // is not used up, read in the same Redis call (docs/rate-limits.md)
-      const hit = await this.limits.store.hit(key, 1, limit, ttl, this.limits.authGate(req.ip));
-      if (hit === undefined) {
-        return true;
-      }
-      if (hit.gated) {
-        throw this.limits.refuseGated(res, hit);
-      }
-      return this.answer(res, limit, hit);
+    if ((req as FastifyRequest & { caller?: unknown }).caller !== undefined) {
+      // an authenticated caller: its request counter, one Redis call. The credential buckets are not
+      // read here: valid credentials are never refused by them (docs/rate-limits.md)
+      const hit = await this.limits.store.hit(key, 1, limit, ttl);
+      return hit === undefined ? true : this.answer(res, limit, hit);
     }
     const record = await this.storageService.increment(key, ttl, limit, ttl, name);
     if (isFailOpen(record)) {

@@ -3,8 +3,10 @@ import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import type { FastifyRequest } from 'fastify';
 import type { MaybeCaller } from '../auth/caller.js';
+import { CredentialAttempts } from '../auth/credential-attempts.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { RedisConnections } from '../redis/redis.module.js';
+import { CredentialBuckets } from './credential-buckets.js';
 import { GraphqlRateLimitPlugin } from './graphql-rate-limit.plugin.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import {
@@ -31,8 +33,10 @@ function isCredentialRoute(context: ExecutionContext): boolean {
     { provide: RateLimitStore, useFactory: createRateLimitStore, inject: [RedisConnections] },
     RateLimitService,
     SocketLimitsService,
+    // the credential door's failed-credential accounting (declared in auth/, kept here)
+    { provide: CredentialAttempts, useClass: CredentialBuckets },
   ],
-  exports: [RateLimitStore, RateLimitService, SocketLimitsService],
+  exports: [RateLimitStore, RateLimitService, SocketLimitsService, CredentialAttempts],
 })
 export class RateLimitCoreModule {}
 

@@ -58,18 +58,21 @@ describe.each(stores)('%s rate-limit store', (_name, make) => {
     expect(await store.hit(k, 1, 5, 200)).toMatchObject({ count: 1, allowed: true });
   });
 
-  it('counts nothing while the gate is used up, and reports the gate', async () => {
+  it('reads and adds several counters in one step (peek, addAll)', async () => {
     const store = await make();
-    const [k, g] = [key(), key()];
-    expect(await store.hit(k, 1, 10, 10_000, { key: g, limit: 2 })).toMatchObject({
-      count: 1,
-      allowed: true,
-    });
-    await store.hit(g, 2, 100, 5_000);
-    const gated = await store.hit(k, 1, 10, 10_000, { key: g, limit: 2 });
-    expect(gated).toMatchObject({ count: 2, allowed: false, gated: true });
-    expect(gated!.resetMs).toBeLessThanOrEqual(5_000);
-    expect(await store.hit(k, 0, 10, 10_000)).toMatchObject({ count: 1 }); // nothing was added
+    const [a, b] = [key(), key()];
+    expect(await store.peek([a, b], 10_000)).toEqual([
+      { count: 0, resetMs: 10_000 },
+      { count: 0, resetMs: 10_000 },
+    ]);
+    await store.addAll([a, b], 1, 10_000);
+    const added = await store.addAll([a, b], 2, 10_000);
+    expect(added?.map((w) => w.count)).toEqual([3, 3]);
+    await store.addAll([b], 1, 10_000);
+    const read = await store.peek([a, b], 10_000);
+    expect(read?.map((w) => w.count)).toEqual([3, 4]);
+    expect(read![0].resetMs).toBeGreaterThan(9_000);
+    expect(read![0].resetMs).toBeLessThanOrEqual(10_000);
   });
 
   it('stays exact under concurrent hits', async () => {

@@ -10,14 +10,6 @@ export interface HitResult {
   resetMs: number;
   /** False when `count + amount` would have passed the limit: nothing was added. */
   allowed: boolean;
-  /** Refused because the gate counter was used up: `count` and `resetMs` are the gate's. */
-  gated?: boolean;
-}
-
-/** A second counter that must be below `limit` for a hit to be counted at all (read, never added to). */
-export interface Gate {
-  key: string;
-  limit: number;
 }
 
 /**
@@ -31,10 +23,26 @@ export abstract class RateLimitStore {
     amount: number,
     limit: number,
     windowMs: number,
-    gate?: Gate,
   ): Promise<HitResult | undefined>;
+  /**
+   * Reads several counters in one step (one Redis round trip): each one's count and the milliseconds
+   * until its window ends (`windowMs` when it has none).
+   */
+  abstract peek(keys: string[], windowMs: number): Promise<WindowState[] | undefined>;
+  /** Adds `amount` to several counters in one step, without a limit; answers them after the add. */
+  abstract addAll(
+    keys: string[],
+    amount: number,
+    windowMs: number,
+  ): Promise<WindowState[] | undefined>;
   /** Outages seen so far (each logged once); lets tests observe the fail-open path. */
   outages = 0;
+}
+
+/** A counter's state: its count and the milliseconds until its window ends. */
+export interface WindowState {
+  count: number;
+  resetMs: number;
 }
 
 /** In-process counters (no REDIS_URL): one Map, swept of expired windows once a window. */
@@ -42,25 +50,8 @@ export class MemoryRateLimitStore extends RateLimitStore implements OnApplicatio
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
   private readonly sweeper = setInterval(() => this.sweep(), 10_000).unref();
 
-  hit(
-    key: string,
-    amount: number,
-    limit: number,
-    windowMs: number,
-    gate?: Gate,
-  ): Promise<HitResult> {
+  hit(key: string, amount: number, limit: number, windowMs: number): Promise<HitResult> {
     const now = Date.now();
-    if (gate) {
-      const g = this.windows.get(gate.key);
-      if (g !== undefined && g.resetAt > now && g.count >= gate.limit) {
-        return Promise.resolve({
-          count: g.count,
-          resetMs: g.resetAt - now,
-          allowed: false,
-          gated: true,
-        });
-      }
-    }
     let w = this.windows.get(key);
     if (w === undefined || w.resetAt <= now) {
       if (amount === 0) {
@@ -74,6 +65,33 @@ export class MemoryRateLimitStore extends RateLimitStore implements OnApplicatio
       w.count += amount;
     }
     return Promise.resolve({ count: w.count, resetMs: w.resetAt - now, allowed });
+  }
+
+  peek(keys: string[], windowMs: number): Promise<WindowState[]> {
+    const now = Date.now();
+    return Promise.resolve(
+      keys.map((key) => {
+        const w = this.windows.get(key);
+        return w === undefined || w.resetAt <= now
+          ? { count: 0, resetMs: windowMs }
+          : { count: w.count, resetMs: w.resetAt - now };
+      }),
+    );
+  }
+
+  addAll(keys: string[], amount: number, windowMs: number): Promise<WindowState[]> {
+    const now = Date.now();
+    return Promise.resolve(
+      keys.map((key) => {
+        let w = this.windows.get(key);
+        if (w === undefined || w.resetAt <= now) {
+          w = { count: 0, resetAt: now + windowMs };
+          this.windows.set(key, w);
+        }
+        w.count += amount;
+        return { count: w.count, resetMs: w.resetAt - now };
+      }),
+    );
   }
 
   private sweep(): void {
@@ -92,17 +110,9 @@ export class MemoryRateLimitStore extends RateLimitStore implements OnApplicatio
 
 /**
  * Read, compare and add in one atomic step (two instances see one counter); the window starts at
- * the first hit (PEXPIRE only when the key has no TTL yet). Returns {count, pttl, allowed, gated}.
- * With a second key (the gate) and its limit in ARGV[4]: nothing is added while the gate is used
- * up, and the gate's count and pttl are returned (one round trip for both checks).
+ * the first hit (PEXPIRE only when the key has no TTL yet). Returns {count, pttl, allowed}.
  */
 const HIT_SCRIPT = `
-if KEYS[2] then
-  local gate = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if gate >= tonumber(ARGV[4]) then
-    return {gate, redis.call('PTTL', KEYS[2]), 0, 1}
-  end
-end
 local amount = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
@@ -110,7 +120,7 @@ local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if amount == 0 or current + amount > limit then
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl < 0 then ttl = window end
-  return {current, ttl, amount == 0 and 1 or 0, 0}
+  return {current, ttl, amount == 0 and 1 or 0}
 end
 local count = redis.call('INCRBY', KEYS[1], amount)
 local ttl = redis.call('PTTL', KEYS[1])
@@ -118,7 +128,35 @@ if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], window)
   ttl = window
 end
-return {count, ttl, 1, 0}
+return {count, ttl, 1}
+`;
+
+/** Each KEY's count and PTTL (ARGV[1] = the window when a key has none): {c1, t1, c2, t2, ...}. */
+const PEEK_SCRIPT = `
+local out = {}
+for _, key in ipairs(KEYS) do
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 then ttl = tonumber(ARGV[1]) end
+  out[#out + 1] = tonumber(redis.call('GET', key) or '0')
+  out[#out + 1] = ttl
+end
+return out
+`;
+
+/** INCRBY ARGV[1] on each KEY (PEXPIRE ARGV[2] on a new window): {c1, t1, c2, t2, ...}. */
+const ADD_ALL_SCRIPT = `
+local out = {}
+for _, key in ipairs(KEYS) do
+  local count = redis.call('INCRBY', key, ARGV[1])
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 then
+    redis.call('PEXPIRE', key, ARGV[2])
+    ttl = tonumber(ARGV[2])
+  end
+  out[#out + 1] = count
+  out[#out + 1] = ttl
+end
+return out
 `;
 
 /** Waits this long at boot for the first connection, so the first requests are counted. */
@@ -129,7 +167,7 @@ const BOOT_CONNECT_WAIT_MS = 2_000;
  */
 const RETRY_AFTER_FAILURE_MS = 1_000;
 
-type HitCommand = (...args: (string | number)[]) => Promise<[number, number, number, number]>;
+type HitCommand = (...args: (string | number)[]) => Promise<[number, number, number]>;
 
 /**
  * Counters in Redis (REDIS_URL set). Fails open: while Redis is unreachable `hit` answers
@@ -145,7 +183,47 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
   constructor(private readonly client: Redis) {
     super();
     client.defineCommand('atriumRateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
-    client.defineCommand('atriumRateLimitGatedHit', { numberOfKeys: 2, lua: HIT_SCRIPT });
+    client.defineCommand('atriumRateLimitPeek', { lua: PEEK_SCRIPT });
+    client.defineCommand('atriumRateLimitAddAll', { lua: ADD_ALL_SCRIPT });
+  }
+
+  peek(keys: string[], windowMs: number): Promise<WindowState[] | undefined> {
+    return this.multi('atriumRateLimitPeek', keys, [windowMs]);
+  }
+
+  addAll(keys: string[], amount: number, windowMs: number): Promise<WindowState[] | undefined> {
+    return this.multi('atriumRateLimitAddAll', keys, [amount, windowMs]);
+  }
+
+  /** One multi-key script call (numkeys first), failing open like `hit`. */
+  private async multi(
+    command: string,
+    keys: string[],
+    args: number[],
+  ): Promise<WindowState[] | undefined> {
+    if (this.client.status !== 'ready') {
+      this.failOpen(`connection ${this.client.status}`);
+      return undefined;
+    }
+    if (this.down && Date.now() < this.retryAt) {
+      return undefined;
+    }
+    try {
+      const run = (this.client as unknown as Record<string, HitCommand>)[command];
+      const flat = (await run.call(this.client, keys.length, ...keys, ...args)) as number[];
+      this.recovered();
+      return keys.map((_, i) => ({ count: flat[2 * i] ?? 0, resetMs: flat[2 * i + 1] ?? 0 }));
+    } catch (err) {
+      this.failOpen(err instanceof Error ? err.message : String(err));
+      return undefined;
+    }
+  }
+
+  private recovered(): void {
+    if (this.down) {
+      this.down = false;
+      this.logger.log('Redis is back: rate limits are enforced again');
+    }
   }
 
   async onModuleInit(): Promise<void> {
@@ -163,7 +241,6 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
     amount: number,
     limit: number,
     windowMs: number,
-    gate?: Gate,
   ): Promise<HitResult | undefined> {
     if (this.client.status !== 'ready') {
       this.failOpen(`connection ${this.client.status}`);
@@ -173,31 +250,16 @@ export class RedisRateLimitStore extends RateLimitStore implements OnModuleInit 
       return undefined;
     }
     try {
-      const commands = this.client as unknown as {
-        atriumRateLimitHit: HitCommand;
-        atriumRateLimitGatedHit: HitCommand;
-      };
-      const [count, resetMs, allowed, gated] = gate
-        ? await commands.atriumRateLimitGatedHit.call(
-            this.client,
-            key,
-            gate.key,
-            amount,
-            limit,
-            windowMs,
-            gate.limit,
-          )
-        : await commands.atriumRateLimitHit.call(this.client, key, amount, limit, windowMs);
-      if (this.down) {
-        this.down = false;
-        this.logger.log('Redis is back: rate limits are enforced again');
-      }
-      return {
-        count,
-        resetMs: resetMs < 0 ? windowMs : resetMs,
-        allowed: allowed === 1,
-        gated: gated === 1,
-      };
+      const commands = this.client as unknown as { atriumRateLimitHit: HitCommand };
+      const [count, resetMs, allowed] = await commands.atriumRateLimitHit.call(
+        this.client,
+        key,
+        amount,
+        limit,
+        windowMs,
+      );
+      this.recovered();
+      return { count, resetMs: resetMs < 0 ? windowMs : resetMs, allowed: allowed === 1 };
     } catch (err) {
       this.failOpen(err instanceof Error ? err.message : String(err));
       return undefined;

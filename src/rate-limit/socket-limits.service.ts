@@ -30,8 +30,7 @@ export const CLOSE_TOO_MANY_CONNECTIONS = 4429;
  *   onSubscribe: `if (!limits.operationAllowed(ctx)) return [limits.tooManyOperationsError()]`, and
  *                once the cost is known `const refused = await limits.chargeOperation(ctx, cost)`:
  *                each operation counts as a request and spends its cost from the identity's budget.
- * Failed credentials in `connection_init` count against the address's auth bucket
- * (`credentialChecksBlocked` / `recordFailedCredentials` with `clientAddress(request)`).
+ * Credentials in `connection_init` go through the credential door with `clientAddress(request)`.
  * Running operations are read from graphql-ws's own `ctx.subscriptions` (it adds an operation before
  * onSubscribe and drops it however it ends), so there is nothing to release and nothing to leak.
  */
@@ -98,14 +97,6 @@ export class SocketLimitsService {
   /** The identity a connection counts against (`identityOf`, or the client address when anonymous). */
   identityOf(caller: MaybeCaller, address: string): string {
     return this.limits.trackerOf(caller, address);
-  }
-
-  credentialChecksBlocked(address: string): Promise<unknown> {
-    return this.limits.credentialChecksBlocked(address);
-  }
-
-  recordFailedCredentials(address: string): Promise<void> {
-    return this.limits.recordFailedCredentials(address);
   }
 
   /**

@@ -13,7 +13,7 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiBasicAuth, ApiBearerAuth, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
@@ -35,9 +35,6 @@ function ifMatch(header: string | undefined, caller: Caller): Precondition | und
 }
 
 @ApiTags('users')
-@ApiBearerAuth()
-@ApiBasicAuth()
-@ApiSecurity('api_key')
 @Controller('users')
 @Authenticated({ role: Role.GUEST })
 export class UsersController {

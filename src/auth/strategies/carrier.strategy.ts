@@ -1,16 +1,12 @@
 import { Strategy as PassportBase } from 'passport';
-
-export interface CarrierRequest {
-  headers: Record<string, string | string[] | undefined>;
-  query?: unknown;
-}
+import type { CarrierRequest } from '../app-passport.js';
 
 type Verify = (credential: string, done: (err: unknown, user?: unknown) => void) => void;
 
 /**
- * A passport strategy for one credential carrier. `extract` finds the credential in the request;
- * when there is none the strategy fails (never throws) so the guard tries the next one
- * (nestjs/passport#1895); otherwise `verify` (the Nest strategy's `validate`) decides.
+ * A passport strategy for one credential carrier that no published strategy reads (the
+ * `?api_key=` query parameter). `extract` finds the credential; when there is none the strategy
+ * fails (never throws); otherwise `verify` (the Nest strategy's `validate`) decides.
  */
 export class CarrierStrategy extends PassportBase {
   constructor(

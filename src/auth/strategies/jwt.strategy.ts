@@ -1,28 +1,42 @@
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
-import { AuthService } from '../auth.service.js';
-import type { Caller } from '../caller.js';
-import { CarrierStrategy, type CarrierRequest } from './carrier.strategy.js';
-
-const BEARER = /^Bearer[ ]+([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.?[A-Za-z0-9\-_.+/=]*)$/i;
-
-function bearerToken(req: CarrierRequest): string | undefined {
-  const header = req.headers.authorization;
-  return typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
-}
+import { ExtractJwt, Strategy } from 'passport-jwt';
+import { AppPassport, NOT_GLOBAL } from '../app-passport.js';
+import {
+  checkClaims,
+  JWT_ALGORITHM,
+  JWT_AUDIENCE,
+  TokenService,
+  type AccessClaims,
+} from '../token.service.js';
 
 /**
- * `Authorization: Bearer <JWT>` (RFC 6750). Verification is TokenService's (jsonwebtoken, RS256
- * pinned, iss/aud checked, exp required) with its verified-token cache; passport-jwt was dropped
- * because it re-verifies every request with no way to reuse a verification (docs/performance.md).
+ * `Authorization: Bearer <JWT>` (RFC 6750), first-party access tokens: passport-jwt pinned to
+ * RS256 with `iss` and `aud` checked and `exp` required (jsonwebtoken alone accepts a token
+ * without `exp`). Its user is the token's claims; the credential door turns them into a caller with
+ * the role from the database, and keeps verified tokens in a cache in front of this strategy
+ * (docs/performance.md).
  */
 @Injectable()
-export class JwtStrategy extends PassportStrategy(CarrierStrategy, 'jwt') {
-  constructor(private readonly auth: AuthService) {
-    super('jwt', bearerToken);
+export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
+  constructor(passport: AppPassport, tokens: TokenService) {
+    super({
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      // a KeyObject (jsonwebtoken accepts one): the PEM is not parsed again on every verify
+      secretOrKey: tokens.publicKey as unknown as string,
+      algorithms: [JWT_ALGORITHM],
+      issuer: tokens.issuer,
+      audience: JWT_AUDIENCE,
+      ignoreExpiration: false,
+    });
+    passport.use('jwt', this);
   }
 
-  async validate(token: string): Promise<Caller | false> {
-    return (await this.auth.verifyBearer(token)) ?? false;
+  getPassportInstance(): typeof NOT_GLOBAL {
+    return NOT_GLOBAL;
+  }
+
+  validate(payload: Partial<AccessClaims>): AccessClaims | false {
+    return checkClaims(payload) ?? false;
   }
 }
