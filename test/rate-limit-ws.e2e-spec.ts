@@ -119,22 +119,23 @@ describe('WebSocket caps', () => {
     expect(c.acked).toBe(false);
     expect(c.closeCode).toBe(4429);
 
-    // the owner's API key is another identity
+    // the owner's API key is the same identity (keys spend their owner's budget)
     const key = await createApiKey(u.client);
     const byKey = await connect({ apiKey: key.key });
-    expect(byKey.acked).toBe(true);
+    expect(byKey.acked).toBe(false);
+    expect(byKey.closeCode).toBe(4429);
 
     await a.close();
     // the server frees the slot when it sees the close: retry until it has (each refused try is
-    // closed with 4429 and holds nothing)
+    // closed with 4429 and holds nothing); the freed slot serves the owner's key too
     const deadline = Date.now() + 3_000;
-    let d = await connect(bearer);
+    let d = await connect({ apiKey: key.key });
     while (!d.acked && Date.now() < deadline) {
       expect(d.closeCode).toBe(4429);
-      d = await connect(bearer);
+      d = await connect({ apiKey: key.key });
     }
     expect(d.acked).toBe(true);
-    await Promise.all([b.close(), d.close(), byKey.close()]);
+    await Promise.all([b.close(), d.close()]);
   });
 
   it('refuses an operation beyond the per-connection cap with RATE_LIMITED, and admits one when another ends', async () => {

@@ -85,20 +85,20 @@ describe('REST request limits per identity', () => {
     expect(rateHeaders(other).remaining).toBe(3);
   });
 
-  it('counts an API key and its owner’s JWT as separate identities', async () => {
+  it('counts every API key of a user against its owner’s bucket: two keys and the JWT share one', async () => {
     const owner = await signUp(t.url);
-    const key = await createApiKey(owner.client); // one request of the owner's JWT bucket
-    const byKey = client(t.url, { apiKey: key.key });
-    for (let i = 0; i < 4; i++) {
-      const res = await byKey.get('/api/v1/auth/me');
-      expect(res.status).toBe(200);
-      expect(res.body.data.auth.key_id).toBe(key.id);
-      expect(rateHeaders(res).remaining).toBe(3 - i);
-    }
-    expect((await byKey.get('/api/v1/auth/me')).status).toBe(429);
-    const byJwt = await owner.client.get('/api/v1/auth/me');
-    expect(byJwt.status).toBe(200);
-    expect(rateHeaders(byJwt).remaining).toBe(2);
+    const first = await createApiKey(owner.client); // each creation: one request of the owner's bucket
+    const second = await createApiKey(owner.client);
+    const byFirst = await client(t.url, { apiKey: first.key }).get('/api/v1/auth/me');
+    expect(byFirst.status).toBe(200);
+    expect(byFirst.body.data.auth.key_id).toBe(first.id);
+    expect(rateHeaders(byFirst).remaining).toBe(1);
+    const bySecond = await client(t.url, { apiKey: second.key }).get('/api/v1/auth/me');
+    expect(bySecond.status).toBe(200);
+    expect(rateHeaders(bySecond).remaining).toBe(0);
+    expect((await client(t.url, { apiKey: first.key }).get('/api/v1/auth/me')).status).toBe(429);
+    expect((await client(t.url, { apiKey: second.key }).get('/api/v1/auth/me')).status).toBe(429);
+    expect((await owner.client.get('/api/v1/auth/me')).status).toBe(429);
   });
 
   it('counts requests the auth guard refuses: 403 for the role by identity, 401 without credentials by address', async () => {

@@ -29,11 +29,11 @@ export function hasRole(caller: MaybeCaller, role: Role): caller is Caller {
   return caller !== undefined && roleAtLeast(caller.role, role);
 }
 
-/** The rate-limit identity of a caller (user id, key id or OAuth client id). */
+/**
+ * The rate-limit identity of a caller: its user (password, JWT, and every API key of that user: keys
+ * share their owner's budget, so more keys are not more requests) or its OAuth client.
+ */
 export function identityOf(caller: Caller): string {
-  if (caller.keyId) {
-    return `key:${caller.keyId}`;
-  }
   if (caller.clientId) {
     return `client:${caller.clientId}`;
   }

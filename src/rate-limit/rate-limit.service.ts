@@ -51,7 +51,7 @@ export class RateLimitService {
   }
 
   /**
-   * The identity a request counts against: the caller's (`user:`, `key:` or `client:`, see
+   * The identity a request counts against: the caller's (`user:` or `client:`, see
    * `identityOf`) when authenticated, else the client address. `req.ip` honours X-Forwarded-For only
    * from TRUSTED_PROXIES (Fastify's `trustProxy`, set in app.factory.ts).
    */
