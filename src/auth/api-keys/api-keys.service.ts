@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { isAdmin, type Caller } from '../caller.js';
-import { roleAtLeast, type Role } from '../role.js';
+import { Role, roleAtLeast, ROLES } from '../role.js';
 import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
 import { isId, newId, nowIso } from '../../common/ids.js';
 import { orderBySql, parseListQuery, type Page } from '../../common/list-query.js';
@@ -26,6 +26,11 @@ const PREFIX_LENGTH = 12;
 /**
  * API keys: `atr_<random>` secrets shown once, stored as SHA-256 hashes. Owners manage their own
  * keys, ADMINs anyone's; a key's role is never above its owner's.
+ *
+ * A caller authenticated *by an API key* never exceeds that key (README, "API keys"):
+ * - it sees and revokes only keys at or below its own (effective) role; stronger keys are 404;
+ * - it creates keys at or below its own role, expiring no later than itself;
+ * - a GUEST key (read-only) creates no keys and revokes none but itself.
  */
 @Injectable()
 export class ApiKeysService {
@@ -35,15 +40,31 @@ export class ApiKeysService {
   ) {}
 
   async create(caller: Caller, input: CreateApiKeyInput): Promise<ApiKey & { key: string }> {
+    const byKey = caller.method === 'api_key';
+    if (byKey && caller.role === Role.GUEST) {
+      throw Forbidden('A GUEST API key cannot create API keys');
+    }
     const role = input.role ?? caller.role;
     if (!roleAtLeast(caller.role, role)) {
-      throw Forbidden(`An API key cannot have a higher role than its owner (${caller.role})`);
+      throw Forbidden(
+        byKey
+          ? `An API key cannot create a key with a higher role than its own (${caller.role})`
+          : `An API key cannot have a higher role than its owner (${caller.role})`,
+      );
     }
-    const expiresAt = input.expires_at ? new Date(input.expires_at).toISOString() : null;
+    let expiresAt = input.expires_at ? new Date(input.expires_at).toISOString() : null;
     if (expiresAt !== null && expiresAt <= nowIso()) {
       throw ValidationFailed([
         { field: 'expires_at', message: 'expires_at must be in the future' },
       ]);
+    }
+    if (byKey && caller.expiresAt !== undefined) {
+      // a key made by an expiring key expires with it at the latest
+      const limit = new Date(caller.expiresAt).toISOString();
+      if (expiresAt !== null && expiresAt > limit) {
+        throw Forbidden(`A key created by an API key cannot outlive it (expires ${limit})`);
+      }
+      expiresAt ??= limit;
     }
     const { token, hash } = this.tokens.newOpaqueToken('atr_');
     const key: ApiKey = {
@@ -76,8 +97,13 @@ export class ApiKeysService {
       filters: {},
     });
     const all = isAdmin(caller);
-    const where = all ? '1 = 1' : `user_id = ${this.db.p(1)}`;
-    const params = all ? [] : [caller.userId];
+    const conditions = all ? [] : [`user_id = ${this.db.p(1)}`];
+    const params: unknown[] = all ? [] : [caller.userId];
+    const visible = visibleRoles(caller);
+    if (visible) {
+      conditions.push(`role IN (${visible.map((r) => `'${r}'`).join(', ')})`);
+    }
+    const where = conditions.length > 0 ? conditions.join(' AND ') : '1 = 1';
     const { rows, meta } = await this.db.page<ApiKey>(
       {
         columns: COLUMNS,
@@ -98,8 +124,13 @@ export class ApiKeysService {
         ])
       : [];
     const key = rows[0];
-    // another user's key is "not found" for a non-admin: its existence is not theirs to learn
-    if (!key || (key.user_id !== caller.userId && !isAdmin(caller))) {
+    // another user's key is "not found" for a non-admin, and a key above an API-key caller's role
+    // for that caller: its existence is not theirs to learn
+    if (
+      !key ||
+      (key.user_id !== caller.userId && !isAdmin(caller)) ||
+      !(visibleRoles(caller) ?? ROLES).includes(key.role)
+    ) {
       throw NotFound('API key');
     }
     return key;
@@ -108,6 +139,9 @@ export class ApiKeysService {
   /** Revocation is immediate and idempotent. */
   async revoke(caller: Caller, id: string): Promise<void> {
     const key = await this.get(caller, id);
+    if (caller.method === 'api_key' && caller.role === Role.GUEST && key.id !== caller.keyId) {
+      throw Forbidden('A GUEST API key can revoke only itself');
+    }
     if (key.revoked_at !== null) {
       return;
     }
@@ -118,4 +152,11 @@ export class ApiKeysService {
       ]),
     );
   }
+}
+
+/** For a caller authenticated by an API key: the key roles it may see (its own and below). */
+function visibleRoles(caller: Caller): Role[] | undefined {
+  return caller.method === 'api_key'
+    ? ROLES.filter((role) => roleAtLeast(caller.role, role))
+    : undefined;
 }
