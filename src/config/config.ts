@@ -35,6 +35,8 @@ export interface AppConfig {
   graphqlCostWindowS: number;
   wsMaxConnectionsPerIdentity: number;
   wsMaxOperationsPerConnection: number;
+  /** How often an idle WebSocket's credentials are checked again (docs/realtime.md). */
+  wsRecheckIntervalS: number;
   trustedProxies: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   graphqlIntrospection: boolean;
@@ -237,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     graphqlCostWindowS: int(env, 'GRAPHQL_COST_WINDOW_S', 60, 1, 86_400),
     wsMaxConnectionsPerIdentity: int(env, 'WS_MAX_CONNECTIONS_PER_IDENTITY', 10, 1, 1_000_000),
     wsMaxOperationsPerConnection: int(env, 'WS_MAX_OPERATIONS_PER_CONNECTION', 50, 1, 1_000_000),
+    wsRecheckIntervalS: int(env, 'WS_RECHECK_INTERVAL_S', 60, 1, 86_400),
     trustedProxies: (env.TRUSTED_PROXIES ?? '')
       .split(',')
       .map((p) => p.trim())

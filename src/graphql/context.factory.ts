@@ -128,8 +128,22 @@ export class GraphqlContextFactory {
     return this.door.authenticate(socketCarrier(params, address));
   }
 
-  forSocket(caller: MaybeCaller, connectionParams?: Record<string, unknown>): GqlContext {
+  /**
+   * The context of one WebSocket operation. `rights` re-establishes the socket's caller: a
+   * subscription asks it again before each event (`refreshCaller`, see current-rights.ts).
+   */
+  forSocket(
+    caller: MaybeCaller,
+    connectionParams?: Record<string, unknown>,
+    rights?: { current(): Promise<MaybeCaller> },
+  ): GqlContext {
     // no DataLoader cache: a subscription's context lives across events and must not serve stale rows
-    return { transport: 'ws', caller, loaders: new LoaderRegistry(false), connectionParams };
+    return {
+      transport: 'ws',
+      caller,
+      loaders: new LoaderRegistry(false),
+      connectionParams,
+      ...(rights ? { refreshCaller: () => rights.current() } : {}),
+    };
   }
 }

@@ -28,4 +28,9 @@ export interface GqlContext {
   reply?: FastifyReply;
   /** WebSocket only: the connection_init payload. */
   connectionParams?: Record<string, unknown>;
+  /**
+   * WebSocket only: the socket's caller with its current rights (undefined once lapsed); asked
+   * before each subscription event (src/graphql/current-rights.ts).
+   */
+  refreshCaller?: () => Promise<MaybeCaller>;
 }

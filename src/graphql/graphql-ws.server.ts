@@ -29,6 +29,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../common/cors.js';
 import type { MaybeCaller } from '../auth/caller.js';
+import { CredentialsService } from '../auth/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import {
   CLOSE_TOO_MANY_CONNECTIONS,
@@ -38,6 +39,7 @@ import {
 import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { MAX_QUERY_COST, MAX_SUBSCRIPTION_COST, operationCost, tooComplex } from './cost.js';
+import { CLOSE_CREDENTIALS_LAPSED, SocketCaller } from './current-rights.js';
 import { depthLimitRule } from './depth-limit.rule.js';
 import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
@@ -49,6 +51,12 @@ import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
 export const WS_MAX_PAYLOAD = 64 * 1024;
+
+function credentialsLapsed(): GraphQLError {
+  return new GraphQLError('Credentials no longer valid', {
+    extensions: { code: 'UNAUTHENTICATED' },
+  });
+}
 
 /** graphql-js appends "Did you mean ...?" to some validation messages: schema details. */
 function withoutSuggestions(error: GraphQLFormattedError): GraphQLFormattedError {
@@ -78,6 +86,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly schemaHost: GraphQLSchemaHost,
     private readonly contexts: GraphqlContextFactory,
     private readonly limits: SocketLimitsService,
+    private readonly door: CredentialsService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -88,7 +97,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       ...(this.config.graphqlIntrospection ? [] : [NoSchemaIntrospectionCustomRule]),
     ];
     this.wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD });
-    this.disposable = useServer<Record<string, unknown>, { caller?: MaybeCaller }>(
+    this.disposable = useServer<
+      Record<string, unknown>,
+      { caller?: MaybeCaller; rights?: SocketCaller }
+    >(
       {
         schema,
         onConnect: async (ctx) => {
@@ -109,15 +121,27 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many connections');
             return false;
           }
+          if (answer.kind === 'caller') {
+            // the caller is re-established per operation and per event; lapsed -> close 4403
+            ctx.extra.rights = new SocketCaller(
+              answer.caller,
+              answer.session,
+              this.door,
+              (why) => ctx.extra.socket.close(CLOSE_CREDENTIALS_LAPSED, why),
+              this.config.wsRecheckIntervalS * 1000,
+            );
+          }
           return true;
         },
-        onClose: (ctx) => this.limits.releaseConnection(ctx),
+        onClose: (ctx) => {
+          ctx.extra.rights?.dispose();
+          this.limits.releaseConnection(ctx);
+        },
         onSubscribe: async (
           ctx,
           _id,
           payload,
         ): Promise<ExecutionArgs | readonly GraphQLError[]> => {
-          const caller = ctx.extra.caller;
           if (!this.limits.operationAllowed(ctx)) {
             return [this.limits.tooManyOperationsError()];
           }
@@ -125,6 +149,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           if (tooLarge) {
             return [variablesTooLarge(tooLarge)];
           }
+          // every operation runs with the caller's current rights (the look-ups a REST request makes)
+          const rights = ctx.extra.rights;
+          const caller = rights ? await rights.current() : undefined;
+          if (rights && !caller) {
+            return [credentialsLapsed()]; // and the socket is closed with 4403
+          }
+          ctx.extra.caller = caller;
           const document = this.parseAndValidate(payload.query);
           if (!('kind' in document)) {
             return document;
@@ -159,7 +190,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           if (refused) {
             return [refused];
           }
-          const contextValue = this.contexts.forSocket(caller, ctx.connectionParams);
+          const contextValue = this.contexts.forSocket(caller, ctx.connectionParams, rights);
           contextValue.cost = { requested, limit };
           this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
           return {
@@ -191,7 +222,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   /**
-   * graphql-js `subscribe`, with each event charged before its selection runs: the operation's cost
+   * graphql-js `subscribe`, with each event run under the subscriber's current rights and charged
+   * before its selection runs: the operation's cost
    * is spent from the identity's budget again for every event (a subscription re-executes its
    * selection per event), and an event payload over MAX_EVENT_BYTES is replaced by an error. When the
    * budget is used up the subscriber gets one RATE_LIMITED error and the subscription completes.
@@ -207,6 +239,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     const socket = this.socketOf.get(context);
     const cost = context.cost?.requested ?? 0;
     return mapEvents(source, async (payload) => {
+      if (context.refreshCaller) {
+        // each event is resolved with the subscriber's current rights; once they have lapsed the
+        // socket is closed (4403) and nothing more is delivered (current-rights.ts)
+        const caller = await context.refreshCaller();
+        if (!caller) {
+          return { result: { errors: [credentialsLapsed()] }, last: true };
+        }
+        context.caller = caller;
+      }
       const refused = socket ? await this.limits.chargeEvent(socket, cost) : undefined;
       if (refused) {
         return { result: { errors: [refused] }, last: true };

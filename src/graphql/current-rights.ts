@@ -1,0 +1,86 @@
+import type { Caller } from '../auth/caller.js';
+import type { CredentialSession, CredentialsService } from '../auth/credentials.service.js';
+
+/** Close code for a socket whose credentials lapsed (role gone, user deleted, key revoked, expired). */
+export const CLOSE_CREDENTIALS_LAPSED = 4403;
+
+/** setTimeout's largest delay; a credential expiring later is caught by the per-operation check. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The caller of one WebSocket connection, kept current: each operation and each subscription event
+ * asks `current()`, which re-establishes the caller from its credentials with the look-ups a REST
+ * request makes (the user's role and deletion, the key's revocation and expiry, the token's
+ * expiry). Concurrent asks share one check (one event fanned out to many subscriptions on a socket
+ * costs one look-up). When the credentials have lapsed, `onLapse` closes the socket (4403); a
+ * credential with an expiry (a JWT's `exp`, a key's `expires_at`) also closes it on time by a timer,
+ * and an idle socket is checked every `recheckIntervalMs` (WS_RECHECK_INTERVAL_S), so a deleted user
+ * or a revoked key does not keep a quiet socket open either.
+ */
+export class SocketCaller {
+  private caller: Caller;
+  private inFlight?: Promise<Caller | undefined>;
+  private lapsed = false;
+  private readonly timer?: NodeJS.Timeout;
+  private readonly interval: NodeJS.Timeout;
+
+  constructor(
+    caller: Caller,
+    private readonly session: CredentialSession,
+    private readonly door: CredentialsService,
+    private readonly onLapse: (reason: string) => void,
+    recheckIntervalMs: number,
+  ) {
+    this.caller = caller;
+    this.interval = setInterval(() => {
+      this.current().catch(() => undefined); // a failed look-up (database down) closes nothing
+    }, recheckIntervalMs);
+    this.interval.unref();
+    if (caller.expiresAt !== undefined) {
+      const delay = caller.expiresAt - Date.now();
+      if (delay <= MAX_TIMER_MS) {
+        this.timer = setTimeout(() => this.lapse('Credentials expired'), Math.max(0, delay));
+        this.timer.unref();
+      }
+    }
+  }
+
+  /** The caller as of its last check (no look-up). */
+  get last(): Caller {
+    return this.caller;
+  }
+
+  /** The caller with its current rights, or undefined (and the socket closed) once lapsed. */
+  current(): Promise<Caller | undefined> {
+    if (this.lapsed) {
+      return Promise.resolve(undefined);
+    }
+    this.inFlight ??= this.door
+      .recheck(this.caller, this.session)
+      .then((caller) => {
+        if (caller) {
+          this.caller = caller;
+        } else {
+          this.lapse('Credentials no longer valid');
+        }
+        return caller;
+      })
+      .finally(() => {
+        this.inFlight = undefined;
+      });
+    return this.inFlight;
+  }
+
+  private lapse(reason: string): void {
+    if (!this.lapsed) {
+      this.lapsed = true;
+      this.dispose();
+      this.onLapse(reason);
+    }
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    clearInterval(this.interval);
+  }
+}
