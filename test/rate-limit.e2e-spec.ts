@@ -163,7 +163,7 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
     await t.close();
   });
 
-  it('counts failed POST /auth/token per address and per account; /auth/refresh and /auth/register count every request', async () => {
+  it('counts failed POST /auth/token per address and per account; a wrong refresh token is refused like a wrong password', async () => {
     const ip = '10.0.1.1';
     const u = await signUp(t.url, '10.0.1.9'); // its own account: this test uses its bucket up
     for (let i = 0; i < 3; i++) {
@@ -190,10 +190,10 @@ describe('per-address auth bucket (credential endpoints and failed credential ch
       expect(rateHeaders(refused)).toMatchObject({ limit: 3, remaining: 0 });
       expect(rateHeaders(refused).retryAfter).toBeGreaterThanOrEqual(1);
     }
-    // /auth/refresh and /auth/register count every request against the address's bucket
+    // a wrong refresh token from that address counts too, and is refused past the budget
     const refresh = await request(t.url, '/api/v1/auth/refresh', {
       method: 'POST',
-      body: { refresh_token: 'rt_x' },
+      body: { refresh_token: 'rt_not_a_real_refresh_token_0000' },
       headers: from(ip),
     });
     expect(refresh.status).toBe(429);

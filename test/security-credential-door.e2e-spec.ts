@@ -142,7 +142,17 @@ describe('the credential buckets never lock out valid credentials', () => {
       4429,
     );
     // the right password of another account is still checked from that address
-    expect((await login(t.url, ip, other.email, other.password)).status).toBe(200);
+    const signedIn = await login(t.url, ip, other.email, other.password);
+    expect(signedIn.status).toBe(200);
+    // a valid refresh token is served from that address; a wrong one is 429
+    const refresh = (token: string) =>
+      request(t.url, '/api/v1/auth/refresh', {
+        method: 'POST',
+        body: { refresh_token: token },
+        headers: { 'x-forwarded-for': ip },
+      });
+    expect((await refresh(signedIn.body.refresh_token as string)).status).toBe(200);
+    expect((await refresh('rt_not_a_real_refresh_token_0000')).status).toBe(429);
   });
 
   it('slows a distributed guess at one account (one try per address); its owner keeps the tokens and keys they hold', async () => {

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { NotFound, Unauthorized } from '../common/errors.js';
+import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
 import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import { PublicUrl } from '../common/public-url.js';
 import { RegisterInput } from '../users/dto/user.inputs.js';
@@ -45,11 +45,29 @@ export class AuthController {
     return this.sessions.issue(answer.caller.userId, answer.caller.role);
   }
 
+  /**
+   * A refresh token -> a new pair. A wrong (unknown, used, expired) one counts against the address's
+   * credential bucket (429 past it); a valid one is never refused by it (docs/rate-limits.md).
+   */
   @Post('refresh')
   @Public()
   @HttpCode(200)
-  refresh(@Body() input: RefreshInput) {
-    return this.sessions.refresh(input.refresh_token);
+  async refresh(
+    @Body() input: RefreshInput,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    try {
+      return await this.sessions.refresh(input.refresh_token);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'unauthorized') {
+        const answer = await this.door.failed(req.ip);
+        if (answer.kind === 'throttled') {
+          throw refuseWith(reply, answer.throttle.limit, answer.throttle, TOO_MANY_FAILURES);
+        }
+      }
+      throw err;
+    }
   }
 
   /** Self-service sign-up: always creates a USER. */

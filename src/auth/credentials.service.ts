@@ -200,6 +200,14 @@ export class CredentialsService {
     return this.refuse(address, account);
   }
 
+  /**
+   * A credential checked elsewhere was wrong (a refresh token): counted against the address like
+   * any failed check; 'throttled' once the address is past its budget, else 'invalid'.
+   */
+  failed(address: string | undefined): Promise<DoorAnswer> {
+    return this.refuse(address);
+  }
+
   private async refuse(address: string | undefined, account?: string): Promise<DoorAnswer> {
     const throttle = await this.attempts.failed(address, account);
     return throttle ? { kind: 'throttled', throttle } : { kind: 'invalid' };

@@ -10,11 +10,12 @@ export const BUCKET_AUTH = 'auth';
 export const BUCKET_GRAPHQL_COST = 'cost';
 
 /**
- * Routes whose every request counts against the per-IP auth bucket (and only that bucket).
- * `POST /auth/token` is not one of them: its *failed* checks count, per address and per account,
- * in the credential door (src/auth/credentials.service.ts, docs/rate-limits.md).
+ * Routes whose every request counts against the per-IP auth bucket (and only that bucket): sign-up.
+ * `POST /auth/token` and `/auth/refresh` are not: only their *failed* checks count, in the
+ * credential door (src/auth/credentials.service.ts, docs/rate-limits.md), so valid credentials are
+ * never refused by the bucket.
  */
-export const CREDENTIAL_ROUTES = new Set(['/api/v1/auth/refresh', '/api/v1/auth/register']);
+export const CREDENTIAL_ROUTES = new Set(['/api/v1/auth/register']);
 
 export {
   rateLimitedError,
