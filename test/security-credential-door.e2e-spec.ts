@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { startApp, type TestApp } from './helpers/app.js';
 import { createApiKey, unique } from './helpers/factories.js';
 import { client, request } from './helpers/http.js';
+import { RateLimitStore } from '../src/rate-limit/rate-limit.store.js';
 import { rateHeaders, signUp } from './helpers/rate-limit.js';
 
 const basic = (email: string, password: string) =>
@@ -280,6 +281,36 @@ describe('OpenAPI security requirements from @Authenticated', () => {
       ]) {
         expect(ops.find((o) => o.route === route)?.op.security, route).toEqual(expected);
       }
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('the limiter’s round trips', () => {
+  it('costs one counter-store call for a request with a valid Bearer token or API key, two with a password', async () => {
+    const t = await startApp({ RATE_LIMIT: '1000', AUTH_RATE_LIMIT: '10' });
+    try {
+      const u = await signUp(t.url);
+      const key = await createApiKey(u.client);
+      // count the calls each request makes to the counter store (each one is one Redis round trip)
+      const store = t.app.get(RateLimitStore);
+      let calls = 0;
+      for (const method of ['hit', 'peek', 'addAll'] as const) {
+        const original = store[method].bind(store) as (...args: unknown[]) => unknown;
+        (store as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+          calls += 1;
+          return original(...args);
+        };
+      }
+      const callsFor = async (auth: Parameters<typeof client>[1]) => {
+        calls = 0;
+        expect((await client(t.url, auth).get('/api/v1/auth/me')).status).toBe(200);
+        return calls;
+      };
+      expect(await callsFor({ bearer: u.token })).toBe(1);
+      expect(await callsFor({ apiKey: key.key })).toBe(1);
+      expect(await callsFor({ basic: [u.email, u.password] })).toBe(2);
     } finally {
       await t.close();
     }
