@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
@@ -11,14 +12,17 @@ const basic = (email: string, password: string) =>
 describe('REST request limits per identity', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT: '4', RATE_LIMIT_WINDOW_S: '2' });
+    // 127.0.0.1 is trusted so that each sign-up's POST /auth/token (an anonymous request, counted by
+    // client address) comes from an address of its own and spends no test's bucket
+    t = await startApp({ RATE_LIMIT: '4', RATE_LIMIT_WINDOW_S: '2', TRUSTED_PROXIES: '127.0.0.1' });
   });
+  const signUpElsewhere = () => signUp(t.url, `10.98.${randomInt(256)}.${randomInt(1, 255)}`);
   afterAll(async () => {
     await t.close();
   });
 
   it('carries RateLimit-* headers, then answers 429 with Retry-After and the envelope', async () => {
-    const u = await signUp(t.url);
+    const u = await signUpElsewhere();
     for (let i = 0; i < 4; i++) {
       const res = await u.client.get('/api/v1/auth/me');
       expect(res.status).toBe(200);
@@ -48,7 +52,7 @@ describe('REST request limits per identity', () => {
   });
 
   it('counts every route and method against the same identity bucket', async () => {
-    const u = await signUp(t.url);
+    const u = await signUpElsewhere();
     expect((await u.client.get('/api/v1/auth/me')).status).toBe(200);
     expect((await u.client.get(`/api/v1/users/${u.id}`)).status).toBe(200);
     expect((await u.client.get('/api/v1/api-keys')).status).toBe(200);
@@ -62,7 +66,7 @@ describe('REST request limits per identity', () => {
   });
 
   it('opens the bucket again when the window ends', async () => {
-    const u = await signUp(t.url);
+    const u = await signUpElsewhere();
     for (let i = 0; i < 4; i++) {
       expect((await u.client.get('/api/v1/auth/me')).status).toBe(200);
     }
@@ -75,7 +79,7 @@ describe('REST request limits per identity', () => {
   });
 
   it('keeps a bucket per identity: one user over the limit does not limit another', async () => {
-    const [a, b] = await Promise.all([signUp(t.url), signUp(t.url)]);
+    const [a, b] = await Promise.all([signUpElsewhere(), signUpElsewhere()]);
     for (let i = 0; i < 4; i++) {
       await a.client.get('/api/v1/auth/me');
     }
@@ -86,7 +90,7 @@ describe('REST request limits per identity', () => {
   });
 
   it('counts every API key of a user against its owner’s bucket: two keys and the JWT share one', async () => {
-    const owner = await signUp(t.url);
+    const owner = await signUpElsewhere();
     const first = await createApiKey(owner.client); // each creation: one request of the owner's bucket
     const second = await createApiKey(owner.client);
     const byFirst = await client(t.url, { apiKey: first.key }).get('/api/v1/auth/me');
@@ -102,7 +106,7 @@ describe('REST request limits per identity', () => {
   });
 
   it('counts requests the auth guard refuses: 403 for the role by identity, 401 without credentials by address', async () => {
-    const u = await signUp(t.url);
+    const u = await signUpElsewhere();
     for (let i = 0; i < 4; i++) {
       const res = await u.client.post('/api/v1/users', {
         name: 'Nope',
