@@ -95,6 +95,26 @@ describe('WebSocket callers keep only their current rights', () => {
     expect(await socket.closed).toBe(4403);
   });
 
+  it('a password change ends the sockets opened with the old password or a token issued before it', async () => {
+    const u = await createUser(t.url);
+    const byToken = await connect(t.url, { bearer: u.token });
+    const byPassword = await connect(t.url, { basic: [u.email, u.password] });
+    expect((await run(byPassword, '{ me { id } }')).data.me.id).toBe(u.id);
+    // `iat` has one-second resolution: a token issued in the second of the change still passes
+    const iatMs = (jwt.decode(u.token) as { iat: number }).iat * 1000;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, iatMs + 1_050 - Date.now())));
+    const changed = await u.client.patch(
+      `/api/v1/users/${u.id}`,
+      { password: `pw-${unique()}-changed` },
+      { headers: { 'content-type': 'application/merge-patch+json' } },
+    );
+    expect(changed.status, changed.text).toBe(200);
+    expect((await run(byPassword, '{ me { id } }')).data).toBeUndefined();
+    expect(await byPassword.closed).toBe(4403);
+    expect((await run(byToken, '{ me { id } }')).data).toBeUndefined();
+    expect(await byToken.closed).toBe(4403);
+  });
+
   it('closes the socket with 4403 when its JWT expires, on time', async () => {
     const u = await createUser(t.url);
     const lifetimeS = 2;
