@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module.js';
+import { OAuthModule } from './auth/oauth/oauth.module.js';
 import { CommonModule } from './common/common.module.js';
 import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
@@ -40,6 +41,7 @@ export class AppModule {
         PostsModule,
         SearchModule,
         GraphqlApiModule,
+        OAuthModule,
       ],
     };
   }

@@ -5,6 +5,7 @@ import type { DatabaseConfig } from '../config/config.js';
 import { InitialSchema1763700000000 } from './migrations/1763700000000-initial-schema.js';
 import { MessageSequence1763800000000 } from './migrations/1763800000000-message-sequence.js';
 import { SessionIntegrity1763900000000 } from './migrations/1763900000000-session-integrity.js';
+import { OAuth1763950000000 } from './migrations/1763950000000-oauth.js';
 import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
 import { ListCounts1764000000000 } from './migrations/1764000000000-list-counts.js';
 import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexes.js';
@@ -13,6 +14,7 @@ export const MIGRATIONS = [
   InitialSchema1763700000000,
   MessageSequence1763800000000,
   SessionIntegrity1763900000000,
+  OAuth1763950000000,
   ListCounts1764000000000,
   ListIndexes1764000000001,
 ];

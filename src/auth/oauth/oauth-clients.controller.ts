@@ -1,0 +1,85 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { linkHeader } from '../../common/list-query.js';
+import { PublicUrl } from '../../common/public-url.js';
+import { Authenticated, CurrentCaller } from '../auth.decorators.js';
+import type { Caller } from '../caller.js';
+import { Role } from '../role.js';
+import { CreateOAuthClientInput } from './oauth-client.inputs.js';
+import { OAuthClientsService } from './oauth-clients.service.js';
+
+/** Partner apps (OAuth clients): registered by an ADMIN (docs/oauth.md). */
+@ApiTags('oauth')
+@ApiBearerAuth()
+@Controller('oauth/clients')
+@Authenticated({ role: Role.ADMIN })
+export class OAuthClientsController {
+  constructor(
+    private readonly clients: OAuthClientsService,
+    private readonly publicUrl: PublicUrl,
+  ) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Register a partner app (ADMIN)',
+    description:
+      'Confidential clients (public: false) get `client_secret` in this response only; public clients get none.',
+  })
+  async create(
+    @CurrentCaller() caller: Caller,
+    @Body() input: CreateOAuthClientInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const client = await this.clients.create(caller, input);
+    void reply
+      .code(201)
+      .header('Location', `${this.publicUrl.base}/api/v1/oauth/clients/${client.client_id}`)
+      .header('Cache-Control', 'no-store');
+    return { data: client };
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List partner apps (ADMIN)' })
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.clients.list(caller, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta));
+    return page;
+  }
+
+  @Get(':client_id')
+  @ApiOperation({ summary: 'One partner app (ADMIN)' })
+  async get(@CurrentCaller() caller: Caller, @Param('client_id') clientId: string) {
+    return { data: await this.clients.get(caller, clientId) };
+  }
+
+  @Delete(':client_id')
+  @HttpCode(204)
+  @ApiOperation({
+    summary: 'Delete a partner app (ADMIN)',
+    description:
+      'Revokes every grant, code and token it holds; its access tokens stop working at once.',
+  })
+  async delete(
+    @CurrentCaller() caller: Caller,
+    @Param('client_id') clientId: string,
+  ): Promise<void> {
+    await this.clients.delete(caller, clientId);
+  }
+}

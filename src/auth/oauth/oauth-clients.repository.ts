@@ -1,0 +1,115 @@
+import { Injectable } from '@nestjs/common';
+import type { ListQuery, Page } from '../../common/list-query.js';
+import { orderBySql } from '../../common/list-query.js';
+import { DatabaseService } from '../../database/database.service.js';
+
+export interface OAuthClientRecord {
+  clientId: string;
+  name: string;
+  redirectUris: string[];
+  scopes: string[];
+  isPublic: boolean;
+  /** SHA-256 (hex) of the secret; null for public clients. */
+  secretHash: string | null;
+  createdBy: string;
+  createdAt: string;
+}
+
+interface ClientRow {
+  client_id: string;
+  name: string;
+  redirect_uris: string;
+  scopes: string;
+  is_public: boolean | number;
+  secret_hash: string | null;
+  created_by: string;
+  created_at: string;
+}
+
+const COLUMNS =
+  'client_id, name, redirect_uris, scopes, is_public, secret_hash, created_by, created_at';
+
+function toRecord(row: ClientRow): OAuthClientRecord {
+  return {
+    clientId: row.client_id,
+    name: row.name,
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    scopes: row.scopes === '' ? [] : row.scopes.split(' '),
+    isPublic: Boolean(row.is_public),
+    secretHash: row.secret_hash,
+    createdBy: row.created_by,
+    createdAt: row.created_at,
+  };
+}
+
+/** The one owner of `oauth_clients` (registered partner apps). */
+@Injectable()
+export class OAuthClientsRepository {
+  constructor(private readonly db: DatabaseService) {}
+
+  async insert(client: OAuthClientRecord): Promise<void> {
+    const p = (n: number) => this.db.p(n);
+    await this.db.transaction(({ manager }) =>
+      manager.query(
+        `INSERT INTO oauth_clients (${COLUMNS})
+         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)})`,
+        [
+          client.clientId,
+          client.name,
+          JSON.stringify(client.redirectUris),
+          client.scopes.join(' '),
+          this.db.dialect === 'postgres' ? client.isPublic : Number(client.isPublic),
+          client.secretHash,
+          client.createdBy,
+          client.createdAt,
+        ],
+      ),
+    );
+  }
+
+  async find(clientId: string): Promise<OAuthClientRecord | undefined> {
+    const rows = await this.db.query<ClientRow>(
+      `SELECT ${COLUMNS} FROM oauth_clients WHERE client_id = ${this.db.p(1)}`,
+      [clientId],
+    );
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  async findMany(clientIds: string[]): Promise<OAuthClientRecord[]> {
+    if (clientIds.length === 0) {
+      return [];
+    }
+    const marks = clientIds.map((_, i) => this.db.p(i + 1)).join(', ');
+    const rows = await this.db.query<ClientRow>(
+      `SELECT ${COLUMNS} FROM oauth_clients WHERE client_id IN (${marks})`,
+      clientIds,
+    );
+    return rows.map(toRecord);
+  }
+
+  async page(query: ListQuery): Promise<Page<OAuthClientRecord>> {
+    const { rows, meta } = await this.db.page<ClientRow>(
+      {
+        columns: COLUMNS,
+        from: 'oauth_clients',
+        where: '1 = 1',
+        orderBy: orderBySql(query.sort, { created_at: 'created_at' }).replace(
+          /\bid\b/g,
+          'client_id',
+        ),
+      },
+      [],
+      query,
+    );
+    return { data: rows.map(toRecord), meta };
+  }
+
+  /** True when a row was deleted. */
+  async delete(clientId: string): Promise<boolean> {
+    const existed = await this.find(clientId);
+    await this.db.transaction(({ manager }) =>
+      manager.query(`DELETE FROM oauth_clients WHERE client_id = ${this.db.p(1)}`, [clientId]),
+    );
+    return existed !== undefined;
+  }
+}

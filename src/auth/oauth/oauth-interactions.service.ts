@@ -1,0 +1,258 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { errors, type InteractionResults } from 'oidc-provider';
+import { APP_CONFIG, type AppConfig } from '../../config/config.js';
+import {
+  BUCKET_AUTH,
+  RateLimitService,
+  secondsUntil,
+} from '../../rate-limit/rate-limit.service.js';
+import { UsersService } from '../../users/users.service.js';
+import { AuthService } from '../auth.service.js';
+import { consentPage, errorPage, loginPage, type Page } from './oauth-pages.js';
+import { OidcProviderService } from './oidc-provider.service.js';
+
+type Form = Record<string, string | undefined>;
+
+type InteractionDetails = Awaited<
+  ReturnType<OidcProviderService['provider']['interactionDetails']>
+>;
+
+interface PromptDetails {
+  missingOIDCScope?: string[];
+  missingOIDCClaims?: string[];
+  missingResourceScopes?: Record<string, string[]>;
+}
+
+export const WRONG_PASSWORD = 'That email and password do not match an Atrium account. Try again.';
+
+/**
+ * The sign-in and consent pages of the authorization server (`/oauth/interaction/{uid}`): plain
+ * server-rendered forms. Forms are CSRF-safe: the interaction cookie is SameSite=Lax and bound to
+ * the uid by oidc-provider, and every form carries an HMAC of the uid that another site cannot know.
+ */
+@Injectable()
+export class OAuthInteractionsService {
+  private readonly logger = new Logger('OAuthInteractions');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly oidc: OidcProviderService,
+    private readonly auth: AuthService,
+    private readonly users: UsersService,
+    private readonly limits: RateLimitService,
+  ) {}
+
+  private get provider() {
+    return this.oidc.provider;
+  }
+
+  csrfFor(uid: string): string {
+    return createHmac('sha256', this.oidc.formKey).update(`csrf:${uid}`).digest('base64url');
+  }
+
+  private csrfValid(uid: string, form: Form, req: FastifyRequest): boolean {
+    const origin = req.headers.origin;
+    // "null" is what a browser sends for a form post under Referrer-Policy: no-referrer
+    if (origin && origin !== 'null' && origin !== `${req.protocol}://${req.host}`) {
+      return false;
+    }
+    const expected = Buffer.from(this.csrfFor(uid));
+    const given = Buffer.from(form.csrf ?? '');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  private send(reply: FastifyReply, page: Page): FastifyReply {
+    return reply.code(page.status).headers(page.headers).send(page.html);
+  }
+
+  private async details(req: FastifyRequest, reply: FastifyReply) {
+    try {
+      return await this.provider.interactionDetails(req.raw, reply.raw);
+    } catch (err) {
+      if (err instanceof errors.SessionNotFound) {
+        this.send(reply, errorPage('session_not_found', undefined, 400));
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
+  private formTargets(details: InteractionDetails): string[] {
+    const uri = details.params.redirect_uri;
+    try {
+      return typeof uri === 'string' ? [new URL(uri).origin] : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private async clientName(details: InteractionDetails): Promise<string> {
+    const client = await this.provider.Client.find(String(details.params.client_id));
+    return client?.clientName ?? String(details.params.client_id);
+  }
+
+  async show(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
+    const details = await this.details(req, reply);
+    if (!details) {
+      return reply;
+    }
+    if (details.prompt.name === 'login') {
+      return this.send(reply, await this.loginView(details));
+    }
+    return this.send(reply, await this.consentView(details));
+  }
+
+  private async loginView(
+    details: InteractionDetails,
+    extra: { error?: string; email?: string; status?: number } = {},
+  ): Promise<Page> {
+    return loginPage({
+      uid: details.uid,
+      csrf: this.csrfFor(details.uid),
+      clientName: await this.clientName(details),
+      formTargets: this.formTargets(details),
+      email:
+        extra.email ??
+        (typeof details.params.login_hint === 'string' ? details.params.login_hint : undefined),
+      error: extra.error,
+      status: extra.status,
+    });
+  }
+
+  private async consentView(details: InteractionDetails): Promise<Page> {
+    const user = details.session?.accountId
+      ? await this.users.findById(details.session.accountId)
+      : undefined;
+    const scope = details.params.scope;
+    const requested = (typeof scope === 'string' ? scope : '').split(' ').filter((s) => s !== '');
+    return consentPage({
+      uid: details.uid,
+      csrf: this.csrfFor(details.uid),
+      clientName: await this.clientName(details),
+      clientId: String(details.params.client_id),
+      userLabel: user ? (user.email ?? user.name) : 'unknown user',
+      scopes: requested,
+      formTargets: this.formTargets(details),
+    });
+  }
+
+  /** Counts one sign-in attempt against the address's credential bucket; the reset when over it. */
+  private async overCredentialBucket(ip: string): Promise<number | undefined> {
+    if (!this.limits.enabled) {
+      return undefined;
+    }
+    const hit = await this.limits.hit(
+      BUCKET_AUTH,
+      this.limits.ipTracker(ip),
+      1,
+      this.limits.authRateLimit,
+      this.config.authRateLimitWindowS,
+    );
+    return hit && !hit.allowed ? hit.resetMs : undefined;
+  }
+
+  async login(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
+    const details = await this.details(req, reply);
+    if (!details) {
+      return reply;
+    }
+    const form = (req.body ?? {}) as Form;
+    if (!this.csrfValid(details.uid, form, req)) {
+      return this.send(
+        reply,
+        errorPage('invalid_request', 'The form was not sent from this page', 403),
+      );
+    }
+    if (details.prompt.name !== 'login') {
+      return reply.redirect(`/oauth/interaction/${details.uid}`, 303);
+    }
+    const email = (form.email ?? '').trim();
+    const resetMs = await this.overCredentialBucket(req.ip);
+    if (resetMs !== undefined) {
+      const retry = secondsUntil(resetMs);
+      void reply.header('Retry-After', String(retry));
+      return this.send(
+        reply,
+        await this.loginView(details, {
+          email,
+          status: 429,
+          error: `Too many sign-in attempts from your network. Try again in ${retry} seconds.`,
+        }),
+      );
+    }
+    const caller =
+      email && form.password ? await this.auth.verifyBasic(email, form.password) : undefined;
+    if (!caller) {
+      return this.send(reply, await this.loginView(details, { email, error: WRONG_PASSWORD }));
+    }
+    const result: InteractionResults = {
+      login: { accountId: caller.userId, amr: ['pwd'], remember: true },
+    };
+    const returnTo = await this.provider.interactionResult(req.raw, reply.raw, result, {
+      mergeWithLastSubmission: false,
+    });
+    return reply.redirect(returnTo, 303);
+  }
+
+  async confirm(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
+    const details = await this.details(req, reply);
+    if (!details) {
+      return reply;
+    }
+    if (!this.csrfValid(details.uid, (req.body ?? {}) as Form, req)) {
+      return this.send(
+        reply,
+        errorPage('invalid_request', 'The form was not sent from this page', 403),
+      );
+    }
+    const accountId = details.session?.accountId;
+    if (details.prompt.name !== 'consent' || !accountId) {
+      return reply.redirect(`/oauth/interaction/${details.uid}`, 303);
+    }
+    const prompt = details.prompt.details as PromptDetails;
+    const clientId = String(details.params.client_id);
+    const grant = details.grantId
+      ? ((await this.provider.Grant.find(details.grantId)) ??
+        new this.provider.Grant({ accountId, clientId }))
+      : new this.provider.Grant({ accountId, clientId });
+    if (prompt.missingOIDCScope?.length) {
+      grant.addOIDCScope(prompt.missingOIDCScope.join(' '));
+    }
+    if (prompt.missingOIDCClaims?.length) {
+      grant.addOIDCClaims(prompt.missingOIDCClaims);
+    }
+    for (const [indicator, scopes] of Object.entries(prompt.missingResourceScopes ?? {})) {
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    const result: InteractionResults = { consent: { grantId } };
+    const returnTo = await this.provider.interactionResult(req.raw, reply.raw, result, {
+      mergeWithLastSubmission: true,
+    });
+    return reply.redirect(returnTo, 303);
+  }
+
+  /** Deny (or cancel the sign-in): the app gets `error=access_denied`. */
+  async abort(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
+    const details = await this.details(req, reply);
+    if (!details) {
+      return reply;
+    }
+    if (!this.csrfValid(details.uid, (req.body ?? {}) as Form, req)) {
+      return this.send(
+        reply,
+        errorPage('invalid_request', 'The form was not sent from this page', 403),
+      );
+    }
+    const returnTo = await this.provider.interactionResult(
+      req.raw,
+      reply.raw,
+      { error: 'access_denied', error_description: 'The user denied the request' },
+      { mergeWithLastSubmission: false },
+    );
+    this.logger.debug(`interaction ${details.uid} denied`);
+    return reply.redirect(returnTo, 303);
+  }
+}

@@ -1,0 +1,132 @@
+import type { IncomingMessage } from 'node:http';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { APP_CONFIG, type AppConfig } from '../../config/config.js';
+import {
+  BUCKET_AUTH,
+  RateLimitService,
+  replySink,
+  secondsUntil,
+  writeRateLimitHeaders,
+} from '../../rate-limit/rate-limit.service.js';
+import { OAuthInteractionsService } from './oauth-interactions.service.js';
+import { STYLESHEET, STYLESHEET_PATH } from './oauth-pages.js';
+import { OidcProviderService } from './oidc-provider.service.js';
+
+const MOUNT = '/oauth';
+const FORM_LIMIT = 16 * 1024;
+
+type UidRequest = FastifyRequest<{ Params: { uid: string } }>;
+
+/**
+ * Koa (oidc-provider) trusts X-Forwarded-* whenever `proxy` is on; Fastify trusts them only from
+ * TRUSTED_PROXIES. Rewriting them before the provider sees a request makes both agree: the client
+ * address is Fastify's (a forwarded header from anyone else never counts), and scheme and host are
+ * PUBLIC_URL's, so every URL the provider builds (endpoints, redirects) is under the issuer.
+ */
+function forwardedView(publicUrl: string): (req: FastifyRequest) => void {
+  const url = new URL(publicUrl);
+  const proto = url.protocol.slice(0, -1);
+  return (req) => {
+    const headers = req.raw.headers;
+    headers['x-forwarded-proto'] = proto;
+    headers['x-forwarded-host'] = url.host;
+    headers['x-forwarded-for'] = req.ip;
+  };
+}
+
+/**
+ * Mounts the authorization server at /oauth on the Fastify instance (outside Nest's /api/v1
+ * routing and guards): the sign-in/consent pages and their stylesheet, and oidc-provider's own
+ * endpoints (discovery, authorize, token, JWKS, revocation, userinfo). `/oauth/token` counts
+ * against the per-address credential bucket (docs/rate-limits.md).
+ */
+export function registerOAuthRoutes(app: NestFastifyApplication): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  const oidc = app.get(OidcProviderService);
+  const interactions = app.get(OAuthInteractionsService);
+  const limits = app.get(RateLimitService);
+  const config = app.get<AppConfig>(APP_CONFIG);
+  const forwardFastifyView = forwardedView(config.publicUrl);
+
+  void fastify.register((pages, _opts, done) => {
+    pages.removeAllContentTypeParsers();
+    pages.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: FORM_LIMIT },
+      (_req, body, parsed) => {
+        parsed(null, Object.fromEntries(new URLSearchParams(body as string)));
+      },
+    );
+    pages.addHook('onRequest', (req, _reply, next) => {
+      forwardFastifyView(req);
+      next();
+    });
+    pages.get(STYLESHEET_PATH, (_req, reply) =>
+      reply
+        .header('Content-Type', 'text/css; charset=utf-8')
+        .header('Cache-Control', 'public, max-age=3600')
+        .send(STYLESHEET),
+    );
+    pages.get(`${MOUNT}/interaction/:uid`, (req: UidRequest, reply) =>
+      interactions.show(req, reply),
+    );
+    pages.post(`${MOUNT}/interaction/:uid/login`, (req: UidRequest, reply) =>
+      interactions.login(req, reply),
+    );
+    pages.post(`${MOUNT}/interaction/:uid/confirm`, (req: UidRequest, reply) =>
+      interactions.confirm(req, reply),
+    );
+    pages.post(`${MOUNT}/interaction/:uid/abort`, (req: UidRequest, reply) =>
+      interactions.abort(req, reply),
+    );
+    done();
+  });
+
+  void fastify.register((server, _opts, done) => {
+    // oidc-provider reads the body stream itself: leave it unread here
+    server.removeAllContentTypeParsers();
+    server.addContentTypeParser('*', (_req, _payload, parsed) => parsed(null));
+    const callback = oidc.provider.callback();
+    const handler = async (req: FastifyRequest, reply: FastifyReply) => {
+      const path = req.url.split('?', 1)[0];
+      if (req.method === 'POST' && path === `${MOUNT}/token` && limits.enabled) {
+        const hit = await limits.hit(
+          BUCKET_AUTH,
+          limits.ipTracker(req.ip),
+          1,
+          limits.authRateLimit,
+          config.authRateLimitWindowS,
+        );
+        if (hit) {
+          writeRateLimitHeaders(replySink(reply), limits.authRateLimit, hit);
+          if (!hit.allowed) {
+            const retry = secondsUntil(hit.resetMs);
+            return reply
+              .code(429)
+              .header('Retry-After', String(retry))
+              .header('Cache-Control', 'no-store')
+              .send({
+                error: 'rate_limited',
+                error_description: `Too many token requests from this address; retry in ${retry} s`,
+              });
+          }
+        }
+      }
+      forwardFastifyView(req);
+      reply.hijack();
+      const raw = req.raw as IncomingMessage & { originalUrl?: string };
+      for (const [name, value] of Object.entries(reply.getHeaders())) {
+        if (value !== undefined && /^(x-request-id|ratelimit-)/i.test(name)) {
+          reply.raw.setHeader(name, value);
+        }
+      }
+      raw.originalUrl = raw.url;
+      raw.url = (raw.url ?? '').slice(MOUNT.length) || '/';
+      await callback(raw, reply.raw);
+    };
+    server.all(MOUNT, handler);
+    server.all(`${MOUNT}/*`, handler);
+    done();
+  });
+}

@@ -1,0 +1,227 @@
+import { createHash, createHmac } from 'node:crypto';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import { APP_CONFIG, type AppConfig } from '../../config/config.js';
+import { UsersService } from '../../users/users.service.js';
+import { sha256, TokenService } from '../token.service.js';
+import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
+import { OAuthClientsRepository } from './oauth-clients.repository.js';
+import { ALL_SCOPES, API_SCOPES } from './oauth.scopes.js';
+import { errorPage } from './oauth-pages.js';
+import { databaseAdapter } from './oidc-adapter.js';
+
+export const ACCESS_TOKEN_TTL_S = 600;
+const CODE_TTL_S = 60;
+const GRANT_TTL_S = 365 * 86_400;
+const SESSION_TTL_S = 14 * 86_400;
+const INTERACTION_TTL_S = 3600;
+const PURGE_INTERVAL_MS = 10 * 60_000;
+
+/** The claim carrying the grant id in our access tokens (checked per request, docs/oauth.md). */
+export const GRANT_CLAIM = 'gid';
+
+/**
+ * Atrium's OAuth 2.0 authorization server: oidc-provider configured to the contract (code + PKCE
+ * S256 for every client, exact redirect URIs, no implicit/password/dynamic registration/request_uri,
+ * RFC 9068 JWT access tokens for `${PUBLIC_URL}/api` signed with the service's RSA key).
+ */
+@Injectable()
+export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('OAuth');
+  readonly provider: Provider;
+  readonly issuer: string;
+  readonly apiAudience: string;
+  /** Secret for the sign-in/consent forms' CSRF tokens (derived from the signing key). */
+  readonly formKey: Buffer;
+  private purgeTimer?: NodeJS.Timeout;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly tokens: TokenService,
+    private readonly artifacts: OAuthArtifactsRepository,
+    private readonly clients: OAuthClientsRepository,
+    private readonly users: UsersService,
+  ) {
+    this.issuer = `${config.publicUrl}/oauth`;
+    this.apiAudience = `${config.publicUrl}/api`;
+    const der = tokens.privateKey.export({ type: 'pkcs8', format: 'der' });
+    this.formKey = createHmac('sha256', der).update('atrium oauth forms').digest();
+    // built here, not in onModuleInit: the routes are mounted before the application initialises
+    this.provider = new Provider(this.issuer, this.configuration());
+    // behind TRUSTED_PROXIES only: the Fastify mount rewrites X-Forwarded-* from Fastify's own
+    // trust decision, so Koa may always read them (see oauth.routes.ts)
+    this.provider.proxy = true;
+    // secrets are stored as SHA-256: hash what the client presents and compare in constant time
+    const compare = (stored: string | undefined, presented: string): boolean =>
+      typeof stored === 'string' && sha256(presented) === stored;
+    (
+      this.provider.Client.prototype as unknown as {
+        compareClientSecret(this: { clientSecret?: string }, actual: string): boolean;
+      }
+    ).compareClientSecret = function compareClientSecret(actual: string) {
+      return compare(this.clientSecret, actual);
+    };
+    this.provider.on('server_error', (_ctx: unknown, err: Error) =>
+      this.logger.error({ err }, 'oidc-provider server error'),
+    );
+  }
+
+  onModuleInit(): void {
+    this.purgeTimer = setInterval(() => {
+      this.artifacts
+        .purgeExpired()
+        .catch((err: unknown) => this.logger.warn({ err }, 'could not purge expired artefacts'));
+    }, PURGE_INTERVAL_MS);
+    this.purgeTimer.unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.purgeTimer);
+  }
+
+  private signingJwk(): Record<string, unknown> {
+    const jwk = this.tokens.privateKey.export({ format: 'jwk' }) as Record<string, unknown>;
+    const kid = createHash('sha256').update(String(jwk.n)).digest('base64url').slice(0, 16);
+    return { ...jwk, kid, alg: 'RS256', use: 'sig' };
+  }
+
+  private configuration(): Configuration {
+    const apiAudience = this.apiAudience;
+    const cookieKey = createHmac('sha256', this.formKey).update('cookies').digest('base64url');
+    const users = this.users;
+    const artifacts = this.artifacts;
+    return {
+      adapter: databaseAdapter(this.artifacts, this.clients),
+      jwks: { keys: [this.signingJwk()] },
+      cookies: {
+        keys: [cookieKey],
+        long: { httpOnly: true, sameSite: 'lax', signed: true },
+        short: { httpOnly: true, sameSite: 'lax', signed: true },
+      },
+      scopes: [...ALL_SCOPES],
+      claims: {
+        openid: ['sub'],
+        profile: ['name', 'updated_at'],
+        email: ['email', 'email_verified'],
+      },
+      responseTypes: ['code'],
+      pkce: { required: () => true },
+      allowOmittingSingleRegisteredRedirectUri: false,
+      clientAuthMethods: ['client_secret_basic', 'none'],
+      clientDefaults: {
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        id_token_signed_response_alg: 'RS256',
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      enabledJWA: {
+        idTokenSigningAlgValues: ['RS256'],
+        userinfoSigningAlgValues: ['RS256'],
+        requestObjectSigningAlgValues: ['RS256'],
+        clientAuthSigningAlgValues: ['RS256'],
+        authorizationSigningAlgValues: ['RS256'],
+        introspectionSigningAlgValues: ['RS256'],
+      },
+      features: {
+        devInteractions: { enabled: false },
+        dPoP: { enabled: false },
+        pushedAuthorizationRequests: { enabled: false },
+        requestObjects: { enabled: false },
+        registration: { enabled: false },
+        rpInitiatedLogout: { enabled: false },
+        introspection: { enabled: false },
+        revocation: { enabled: true },
+        userinfo: { enabled: true },
+        claimsParameter: { enabled: false },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: () => apiAudience,
+          useGrantedResource: () => true,
+          getResourceServerInfo: (_ctx, resource) => {
+            if (resource !== apiAudience) {
+              throw new errors.InvalidTarget();
+            }
+            return {
+              scope: API_SCOPES.join(' '),
+              audience: apiAudience,
+              accessTokenTTL: ACCESS_TOKEN_TTL_S,
+              accessTokenFormat: 'jwt',
+              jwt: { sign: { alg: 'RS256' } },
+            };
+          },
+        },
+      },
+      ttl: {
+        AccessToken: ACCESS_TOKEN_TTL_S,
+        AuthorizationCode: CODE_TTL_S,
+        IdToken: ACCESS_TOKEN_TTL_S,
+        Interaction: INTERACTION_TTL_S,
+        Session: SESSION_TTL_S,
+        Grant: GRANT_TTL_S,
+        RefreshToken: this.config.refreshTtlS,
+      },
+      // every use rotates; a second use of a rotated token is refused and revokes the grant
+      rotateRefreshToken: true,
+      extraTokenClaims: (_ctx, token) => {
+        const grantId = (token as { grantId?: string }).grantId;
+        return grantId ? { [GRANT_CLAIM]: grantId } : undefined;
+      },
+      interactions: {
+        url: (_ctx, interaction) => `/oauth/interaction/${interaction.uid}`,
+      },
+      // consent given once for a client is remembered across browser sessions (per user)
+      loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
+        const clientId = ctx.oidc.client!.clientId;
+        const session = ctx.oidc.session!;
+        const fromResult = (ctx.oidc.result as { consent?: { grantId?: string } } | undefined)
+          ?.consent?.grantId;
+        const grantId =
+          fromResult ??
+          session.grantIdFor(clientId) ??
+          (session.accountId
+            ? (await artifacts.grantsOf(session.accountId, clientId))[0]?.id
+            : undefined);
+        return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+      },
+      findAccount: async (_ctx, sub) => {
+        const user = await users.findById(sub);
+        if (!user) {
+          return undefined;
+        }
+        return {
+          accountId: user.id,
+          claims: () => ({
+            sub: user.id,
+            name: user.name,
+            updated_at: Math.floor(Date.parse(user.updatedAt) / 1000),
+            email: user.email ?? undefined,
+            email_verified: false,
+          }),
+        };
+      },
+      renderError: (ctx, out) => {
+        ctx.type = 'html';
+        const page = errorPage(out.error, out.error_description);
+        for (const [name, value] of Object.entries(page.headers)) {
+          ctx.set(name, value);
+        }
+        ctx.body = page.html;
+      },
+      discovery: {
+        claim_types_supported: ['normal'],
+        claims_locales_supported: undefined,
+        display_values_supported: undefined,
+        op_policy_uri: undefined,
+        op_tos_uri: undefined,
+        service_documentation: `${this.config.publicUrl}/api/docs`,
+        ui_locales_supported: undefined,
+      },
+    };
+  }
+}
