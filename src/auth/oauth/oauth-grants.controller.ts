@@ -1,0 +1,37 @@
+import { Controller, Delete, Get, HttpCode, Param } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Authenticated, CurrentCaller } from '../auth.decorators.js';
+import type { Caller } from '../caller.js';
+import { OAuthGrantsService } from './oauth-grants.service.js';
+
+/** The partner apps the calling user has authorized (docs/oauth.md). */
+@ApiTags('oauth')
+@ApiBearerAuth()
+@Controller('oauth/grants')
+@Authenticated()
+export class OAuthGrantsController {
+  constructor(private readonly grants: OAuthGrantsService) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'The apps you authorized',
+    description: 'One entry per app: its client_id, name, the scopes you granted and when.',
+  })
+  async list(@CurrentCaller() caller: Caller) {
+    return { data: await this.grants.list(caller) };
+  }
+
+  @Delete(':client_id')
+  @HttpCode(204)
+  @ApiOperation({
+    summary: 'Revoke an app',
+    description:
+      'Removes your grant to this app with its refresh tokens; its access tokens stop working at once.',
+  })
+  async revoke(
+    @CurrentCaller() caller: Caller,
+    @Param('client_id') clientId: string,
+  ): Promise<void> {
+    await this.grants.revoke(caller, clientId);
+  }
+}
