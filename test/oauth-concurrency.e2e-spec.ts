@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabaseUrl, startApp, usingPostgres, type TestApp } from './helpers/app.js';
+import { client } from './helpers/http.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
 import {
   authorize,
@@ -89,6 +90,22 @@ describe('OAuth on two instances sharing one database', () => {
     expect(
       results.filter((r) => r.status === 400 && r.body.error === 'invalid_grant'),
     ).toHaveLength(N - 1);
+  });
+
+  it('a revocation on one instance stops the access token on the other at once', async () => {
+    const { redirect, verifier } = await authorize(a.url, {
+      client: partner,
+      email: user.email,
+      password: user.password,
+    });
+    const res = await exchangeCode(a.url, partner, redirect.searchParams.get('code')!, verifier);
+    const onB = client(b.url, { bearer: res.body.access_token });
+    expect((await onB.get(`/api/v1/users/${user.id}`)).status).toBe(200);
+    const revoke = await client(a.url, { bearer: user.token }).delete(
+      `/api/v1/oauth/grants/${partner.client_id}`,
+    );
+    expect(revoke.status).toBe(204);
+    expect((await onB.get(`/api/v1/users/${user.id}`)).status).toBe(401);
   });
 
   it('continues on one instance a sign-in started on the other (sessions are in the database)', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
-import { request, type Client } from './helpers/http.js';
+import { client, request, type Client } from './helpers/http.js';
 import {
   authorize,
   exchangeCode,
@@ -52,8 +52,10 @@ describe('Authorized apps (/api/v1/oauth/grants)', () => {
     expect((await request(t.url, '/api/v1/oauth/grants')).status).toBe(401);
   });
 
-  it('revokes an app: its refresh tokens stop working', async () => {
+  it('revokes an app: its refresh tokens and access tokens stop working at once', async () => {
     const tokens = await grantTokens(user);
+    const asApp = client(t.url, { bearer: tokens.access_token });
+    expect((await asApp.get(`/api/v1/users/${user.id}`)).status).toBe(200);
 
     const del = await user.client.delete(`/api/v1/oauth/grants/${partner.client_id}`);
     expect(del.status).toBe(204);
@@ -67,6 +69,8 @@ describe('Authorized apps (/api/v1/oauth/grants)', () => {
     });
     expect(refresh.status).toBe(400);
     expect(refresh.body.error).toBe('invalid_grant');
+    const after = await asApp.get(`/api/v1/users/${user.id}`);
+    expect(after.status).toBe(401);
     // idempotent
     expect((await user.client.delete(`/api/v1/oauth/grants/${partner.client_id}`)).status).toBe(
       204,

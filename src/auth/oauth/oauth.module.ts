@@ -1,5 +1,7 @@
-import { Module } from '@nestjs/common';
+import { Module, type OnModuleInit } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { UsersModule } from '../../users/users.module.js';
+import { CredentialsService } from '../credentials.service.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import { OAuthClientsController } from './oauth-clients.controller.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
@@ -7,7 +9,8 @@ import { OAuthClientsService } from './oauth-clients.service.js';
 import { OAuthGrantsController } from './oauth-grants.controller.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
-import { OAuthTokenVerifier } from './oauth-token.verifier.js';
+import { OAuthScopeGuard } from './oauth-scope.guard.js';
+import { isOAuthAccessToken, OAuthTokenVerifier } from './oauth-token.verifier.js';
 import { OidcProviderService } from './oidc-provider.service.js';
 
 /** Atrium as an OAuth 2.0 authorization server for partner apps (docs/oauth.md). */
@@ -22,6 +25,8 @@ import { OidcProviderService } from './oidc-provider.service.js';
     OidcProviderService,
     OAuthInteractionsService,
     OAuthTokenVerifier,
+    // after the auth guard (AuthModule is imported first): it needs the caller
+    { provide: APP_GUARD, useClass: OAuthScopeGuard },
   ],
   exports: [
     OidcProviderService,
@@ -30,4 +35,23 @@ import { OidcProviderService } from './oidc-provider.service.js';
     OAuthTokenVerifier,
   ],
 })
-export class OAuthModule {}
+export class OAuthModule implements OnModuleInit {
+  constructor(
+    private readonly credentials: CredentialsService,
+    private readonly verifier: OAuthTokenVerifier,
+  ) {}
+
+  /**
+   * OAuth access tokens become one more kind of Bearer credential at the credential door (REST,
+   * GraphQL, WebSocket). A WebSocket re-verifies it for every operation and event (the grant and the
+   * user are looked up again), so a revoked grant stops an open subscription too.
+   */
+  onModuleInit(): void {
+    this.credentials.addVerifier({
+      name: 'oauth',
+      scheme: 'bearer',
+      verify: (token) =>
+        isOAuthAccessToken(token) ? this.verifier.verify(token) : Promise.resolve(undefined),
+    });
+  }
+}

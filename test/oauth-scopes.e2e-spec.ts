@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOPICS } from '../src/events/events.service.js';
+import { startApp, type TestApp } from './helpers/app.js';
+import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
+import { client, type Client } from './helpers/http.js';
+import { authorize, exchangeCode, registerClient, type RegisteredClient } from './helpers/oauth.js';
+import { connect, gql, listening, subscribe } from './subscriptions-helpers.js';
+
+/** OAuth access tokens: what the user's role allows AND the scopes cover, on REST, GraphQL and WS. */
+describe('OAuth access tokens and scopes', () => {
+  let t: TestApp;
+  let admin: Client;
+  let user: CreatedUser;
+  let partner: RegisteredClient;
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = await adminClient(t.url);
+    user = await createUser(t.url);
+    partner = await registerClient(admin, {
+      scopes: [
+        'openid',
+        'users:read',
+        'users:write',
+        'orders:read',
+        'posts:read',
+        'posts:write',
+        'messages:read',
+      ],
+    });
+  });
+  afterAll(() => t?.close());
+
+  async function tokenFor(scope: string, who: CreatedUser = user, app = partner): Promise<string> {
+    const { redirect, verifier } = await authorize(t.url, {
+      client: app,
+      email: who.email,
+      password: who.password,
+      scope,
+      prompt: 'consent',
+    });
+    const res = await exchangeCode(t.url, app, redirect.searchParams.get('code')!, verifier);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.access_token as string;
+  }
+
+  describe('REST', () => {
+    it('serves what the scopes cover and refuses the rest with 403 insufficient_scope', async () => {
+      const token = await tokenFor('openid users:read');
+      const asApp = client(t.url, { bearer: token });
+      const read = await asApp.get(`/api/v1/users/${user.id}`);
+      expect(read.status).toBe(200);
+      expect(read.body.data.email).toBe(user.email); // it acts as the user: own email visible
+
+      const write = await asApp.patch(`/api/v1/users/${user.id}`, { name: 'Renamed by app' });
+      expect(write.status).toBe(403);
+      expect(write.body.error.code).toBe('insufficient_scope');
+      expect(write.headers.get('www-authenticate')).toBe(
+        'Bearer error="insufficient_scope", scope="users:write"',
+      );
+      const orders = await asApp.get(`/api/v1/users/${user.id}/orders`);
+      expect(orders.status).toBe(403);
+      expect(orders.headers.get('www-authenticate')).toContain('scope="orders:read"');
+      const me = await asApp.get('/api/v1/auth/me');
+      expect(me.status).toBe(200);
+      expect(me.body.data.auth.method).toBe('oauth');
+      // nothing was written
+      expect((await user.client.get(`/api/v1/users/${user.id}`)).body.data.name).not.toBe(
+        'Renamed by app',
+      );
+    });
+
+    it('never exceeds the role: a USER token with users:write cannot create users', async () => {
+      const asApp = client(t.url, { bearer: await tokenFor('users:write') });
+      const own = await asApp.patch(`/api/v1/users/${user.id}`, { name: 'Named by app' });
+      expect(own.status, JSON.stringify(own.body)).toBe(200);
+      const create = await asApp.post('/api/v1/users', {
+        name: 'x',
+        email: 'x-by-app@example.com',
+      });
+      expect(create.status).toBe(403);
+      expect(create.body.error.code).toBe('forbidden');
+    });
+
+    it('refuses API keys and the OAuth registry to OAuth tokens whatever their scopes', async () => {
+      const asApp = client(t.url, {
+        bearer: await tokenFor('users:read users:write posts:write'),
+      });
+      const keys = await asApp.post('/api/v1/api-keys', { name: 'app key' });
+      expect(keys.status).toBe(403);
+      expect(keys.body.error.code).toBe('forbidden');
+      expect((await asApp.get('/api/v1/oauth/grants')).status).toBe(403);
+    });
+
+    it('first-party tokens keep the full power of the role', async () => {
+      expect((await user.client.get(`/api/v1/users/${user.id}/orders`)).status).toBe(200);
+    });
+  });
+
+  describe('GraphQL over HTTP', () => {
+    it('nulls a field the scopes do not cover, with FORBIDDEN and requiredScopes, and serves the rest', async () => {
+      const token = await tokenFor('users:read');
+      const body = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { me { id } user(id: $id) { id orders { totalCount } } }`,
+        { id: user.id },
+      );
+      expect(body.data?.me).toEqual({ id: user.id });
+      expect(body.data?.user).toBeNull();
+      const err = body.errors?.find((e) => (e as { path?: string[] }).path?.[0] === 'user') as
+        | { extensions?: { code?: string; requiredScopes?: string[] } }
+        | undefined;
+      expect(err?.extensions?.code).toBe('FORBIDDEN');
+      expect(err?.extensions?.requiredScopes).toEqual(
+        expect.arrayContaining(['users:read', 'orders:read']),
+      );
+    });
+
+    it('needs the write scope for a mutation', async () => {
+      const readOnly = await gql(
+        t.url,
+        { bearer: await tokenFor('posts:read') },
+        'mutation { createPost(input: { title: "t", body: "b" }) { id } }',
+      );
+      expect(readOnly.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      const writer = await gql(
+        t.url,
+        { bearer: await tokenFor('posts:write') },
+        'mutation { createPost(input: { title: "by app", body: "b" }) { id title } }',
+      );
+      expect(writer.errors).toBeUndefined();
+      expect(writer.data?.createPost.title).toBe('by app');
+    });
+  });
+
+  describe('GraphQL over WebSocket', () => {
+    it('accepts the token in connection_init; a subscription needs messages:read', async () => {
+      const room = await user.client.post('/api/v1/rooms', { name: `room ${Date.now()}` });
+      expect(room.status).toBe(201);
+      const roomId = room.body.data.id as string;
+
+      const without = await connect(t.url, { bearer: await tokenFor('users:read') });
+      const refused = subscribe(without, 'subscription { newMessage { id content } }');
+      const error = (await refused.waitForError()) as { extensions?: { code?: string } }[];
+      expect(JSON.stringify(error)).toContain('FORBIDDEN');
+      await without.dispose();
+
+      const withScope = await connect(t.url, { bearer: await tokenFor('messages:read') });
+      const sub = subscribe(
+        withScope,
+        'subscription($r: ID!) { messageAdded(roomId: $r) { id content } }',
+        { r: roomId },
+      );
+      await listening(t, TOPICS.messageAdded(roomId));
+      const sent = await user.client.post(`/api/v1/rooms/${roomId}/messages`, {
+        content: 'hi app',
+      });
+      expect(sent.status).toBe(201);
+      const events = await sub.waitFor(1);
+      expect(events[0].messageAdded).toEqual({ id: sent.body.data.id, content: 'hi app' });
+      await withScope.dispose();
+    });
+  });
+
+  describe('revocation is immediate', () => {
+    it('stops a token when its client is deleted', async () => {
+      const app = await registerClient(admin);
+      const token = await tokenFor('users:read', user, app);
+      const asApp = client(t.url, { bearer: token });
+      expect((await asApp.get(`/api/v1/users/${user.id}`)).status).toBe(200);
+      expect((await admin.delete(`/api/v1/oauth/clients/${app.client_id}`)).status).toBe(204);
+      expect((await asApp.get(`/api/v1/users/${user.id}`)).status).toBe(401);
+      const body = await gql(t.url, { bearer: token }, '{ me { id } }');
+      expect(body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    });
+
+    it('stops a token when its user is deleted', async () => {
+      const member = await createUser(t.url);
+      const token = await tokenFor('users:read', member);
+      const asApp = client(t.url, { bearer: token });
+      expect((await asApp.get(`/api/v1/users/${member.id}`)).status).toBe(200);
+      expect((await admin.delete(`/api/v1/users/${member.id}`)).status).toBe(204);
+      expect((await asApp.get(`/api/v1/users/${user.id}`)).status).toBe(401);
+    });
+
+    it('refuses a token whose claims were altered (scope widened)', async () => {
+      const token = await tokenFor('users:read');
+      const [h, p] = token.split('.');
+      const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
+      const forged = `${h}.${Buffer.from(JSON.stringify({ ...payload, scope: 'users:write' })).toString('base64url')}.${token.split('.')[2]}`;
+      expect((await client(t.url, { bearer: forged }).get('/api/v1/auth/me')).status).toBe(401);
+    });
+  });
+});
