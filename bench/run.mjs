@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runFanout } from './fanout.mjs';
+import { oauthAccessToken } from './oauth-token.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_EMAIL = 'bench-admin@example.com';
@@ -84,6 +85,14 @@ function buildScenarios(ctx) {
       method: 'GET',
       url: `${ctx.app}${userPath}`,
       headers: { authorization: `Bearer ${ctx.token}` },
+    },
+    {
+      // an OAuth access token (RFC 9068 JWT): the per-request grant check included (docs/oauth.md)
+      name: 'rest-get-user-oauth',
+      target: 'app',
+      method: 'GET',
+      url: `${ctx.app}${userPath}`,
+      headers: { authorization: `Bearer ${ctx.oauthToken}` },
     },
     {
       name: 'rest-get-user-api-key',
@@ -282,6 +291,8 @@ async function main() {
     throw new Error(`POST /api/v1/api-keys returned no data.key: ${keyRes.text.slice(0, 300)}`);
   }
 
+  const oauthToken = await oauthAccessToken(app, token, ADMIN_EMAIL, ADMIN_PASSWORD);
+
   const userGet = await request('GET', `${app}/api/v1/users/${userId}`, { headers: auth });
 
   // GraphQL page of 20 users with their posts: 18 more users and a few posts (by the admin)
@@ -362,6 +373,7 @@ async function main() {
     bare,
     token,
     apiKey,
+    oauthToken,
     userId,
     ...limiterUrls,
   });
