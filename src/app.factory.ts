@@ -6,6 +6,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { GraphQLError } from 'graphql';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
+import { describeOAuthInOpenApi } from './auth/oauth/oauth-openapi.js';
 import { registerOAuthRoutes } from './auth/oauth/oauth.routes.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import {
@@ -183,6 +184,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key' }, 'api_key')
       .build(),
   );
+  describeOAuthInOpenApi(document, config.publicUrl);
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 
