@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errors, type InteractionResults } from 'oidc-provider';
+import type { InteractionResults } from 'oidc-provider';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import {
   BUCKET_AUTH,
@@ -71,7 +71,7 @@ export class OAuthInteractionsService {
     try {
       return await this.provider.interactionDetails(req.raw, reply.raw);
     } catch (err) {
-      if (err instanceof errors.SessionNotFound) {
+      if (err instanceof this.oidc.lib.errors.SessionNotFound) {
         this.send(reply, errorPage('session_not_found', undefined, 400));
         return undefined;
       }

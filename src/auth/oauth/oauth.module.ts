@@ -11,6 +11,7 @@ import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
 import { OAuthScopeGuard } from './oauth-scope.guard.js';
 import { isOAuthAccessToken, OAuthTokenVerifier } from './oauth-token.verifier.js';
+import { loadOidcLibrary, OIDC_LIBRARY } from './oidc-library.js';
 import { OidcProviderService } from './oidc-provider.service.js';
 
 /** Atrium as an OAuth 2.0 authorization server for partner apps (docs/oauth.md). */
@@ -18,6 +19,7 @@ import { OidcProviderService } from './oidc-provider.service.js';
   imports: [UsersModule],
   controllers: [OAuthClientsController, OAuthGrantsController],
   providers: [
+    { provide: OIDC_LIBRARY, useFactory: loadOidcLibrary },
     OAuthArtifactsRepository,
     OAuthClientsRepository,
     OAuthClientsService,

@@ -1,5 +1,5 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { errors } from 'oidc-provider';
+import type { OidcLibrary } from './oidc-library.js';
 import type { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import type { OAuthClientRecord, OAuthClientsRepository } from './oauth-clients.repository.js';
 
@@ -30,6 +30,7 @@ export function clientMetadata(client: OAuthClientRecord): AdapterPayload {
 export function databaseAdapter(
   artifacts: OAuthArtifactsRepository,
   clients: OAuthClientsRepository,
+  errors: OidcLibrary['errors'],
 ): new (name: string) => Adapter {
   return class DatabaseAdapter implements Adapter {
     constructor(private readonly name: string) {}

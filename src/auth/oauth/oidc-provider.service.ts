@@ -6,7 +6,8 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import { UsersService } from '../../users/users.service.js';
 import { sha256, TokenService } from '../token.service.js';
@@ -15,6 +16,7 @@ import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { ALL_SCOPES, API_SCOPES } from './oauth.scopes.js';
 import { errorPage } from './oauth-pages.js';
 import { databaseAdapter } from './oidc-adapter.js';
+import { OIDC_LIBRARY, type OidcLibrary } from './oidc-library.js';
 
 export const ACCESS_TOKEN_TTL_S = 600;
 const CODE_TTL_S = 60;
@@ -47,13 +49,14 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
     private readonly artifacts: OAuthArtifactsRepository,
     private readonly clients: OAuthClientsRepository,
     private readonly users: UsersService,
+    @Inject(OIDC_LIBRARY) readonly lib: OidcLibrary,
   ) {
     this.issuer = `${config.publicUrl}/oauth`;
     this.apiAudience = `${config.publicUrl}/api`;
     const der = tokens.privateKey.export({ type: 'pkcs8', format: 'der' });
     this.formKey = createHmac('sha256', der).update('atrium oauth forms').digest();
     // built here, not in onModuleInit: the routes are mounted before the application initialises
-    this.provider = new Provider(this.issuer, this.configuration());
+    this.provider = new lib.Provider(this.issuer, this.configuration());
     // behind TRUSTED_PROXIES only: the Fastify mount rewrites X-Forwarded-* from Fastify's own
     // trust decision, so Koa may always read them (see oauth.routes.ts)
     this.provider.proxy = true;
@@ -97,7 +100,7 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
     const users = this.users;
     const artifacts = this.artifacts;
     return {
-      adapter: databaseAdapter(this.artifacts, this.clients),
+      adapter: databaseAdapter(this.artifacts, this.clients, this.lib.errors),
       jwks: { keys: [this.signingJwk()] },
       cookies: {
         keys: [cookieKey],
@@ -145,7 +148,7 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
           useGrantedResource: () => true,
           getResourceServerInfo: (_ctx, resource) => {
             if (resource !== apiAudience) {
-              throw new errors.InvalidTarget();
+              throw new this.lib.errors.InvalidTarget();
             }
             return {
               scope: API_SCOPES.join(' '),
