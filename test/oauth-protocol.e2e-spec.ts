@@ -1,5 +1,6 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { OAuthArtifactsRepository } from '../src/auth/oauth/oauth-artifacts.repository.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
@@ -279,6 +280,12 @@ describe('OAuth authorization server: protocol rules', () => {
     const res = await exchangeCode(t.url, partner, code, verifier);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_grant');
+    // and the purge (every 10 minutes) removes it from the table
+    await t.app.get(OAuthArtifactsRepository).purgeExpired();
+    const left = await ds.query(
+      `SELECT COUNT(*) AS n FROM oauth_artifacts WHERE kind = 'AuthorizationCode' AND expires_at < ${Date.now()}`,
+    );
+    expect(Number(left[0].n)).toBe(0);
   });
 
   it('issues a refresh token only with offline_access', async () => {
