@@ -184,6 +184,19 @@ describe('OAuth access tokens and scopes', () => {
       expect((await asApp.get(`/api/v1/users/${user.id}`)).status).toBe(401);
     });
 
+    it('refuses new operations on an open WebSocket once the grant is revoked', async () => {
+      const socket = await connect(t.url, { bearer: await tokenFor('messages:read') });
+      const before = subscribe(socket, 'subscription { newMessage { id } }');
+      await listening(t, TOPICS.newMessage);
+      expect(before.errors).toEqual([]);
+      before.stop();
+      const revoke = await user.client.delete(`/api/v1/oauth/grants/${partner.client_id}`);
+      expect(revoke.status).toBe(204);
+      const after = subscribe(socket, 'subscription { newMessage { id } }');
+      expect(JSON.stringify(await after.waitForError())).toContain('UNAUTHENTICATED');
+      await socket.dispose();
+    });
+
     it('refuses a token whose claims were altered (scope widened)', async () => {
       const token = await tokenFor('users:read');
       const [h, p] = token.split('.');

@@ -10,6 +10,7 @@ import {
   insufficientScopeChallenge,
   restRequirement,
 } from './oauth-scope.policy.js';
+import { OAuthTokenVerifier } from './oauth-token.verifier.js';
 
 const NOT_FOR_APPS = 'This operation is not available to partner apps (OAuth access tokens)';
 
@@ -36,7 +37,9 @@ function rootFieldDocument(info: GraphQLResolveInfo): DocumentNode {
  */
 @Injectable()
 export class OAuthScopeGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
+  constructor(private readonly verifier: OAuthTokenVerifier) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const type = context.getType<string>();
     if (type === 'http') {
       const req = context.switchToHttp().getRequest<FastifyRequest & { caller?: MaybeCaller }>();
@@ -60,9 +63,16 @@ export class OAuthScopeGuard implements CanActivate {
     }
     if (type === 'graphql') {
       const gql = GqlExecutionContext.create(context);
-      const caller = gql.getContext<{ caller?: MaybeCaller }>()?.caller;
+      const gqlContext = gql.getContext<{ caller?: MaybeCaller; transport?: string }>();
+      const caller = gqlContext?.caller;
       if (caller?.method !== 'oauth') {
         return true;
+      }
+      // a socket authenticated once: a revoked grant stops its next operations too
+      if (gqlContext.transport === 'ws' && !(await this.verifier.stillValid(caller))) {
+        throw new GraphQLError('The access token is no longer valid', {
+          extensions: { code: 'UNAUTHENTICATED' },
+        });
       }
       const info = gql.getInfo<GraphQLResolveInfo>();
       if (!info?.operation) {
