@@ -10,7 +10,7 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkHeader } from '../../common/list-query.js';
 import { PublicUrl } from '../../common/public-url.js';
@@ -22,7 +22,6 @@ import { OAuthClientsService } from './oauth-clients.service.js';
 
 /** Partner apps (OAuth clients): registered by an ADMIN (docs/oauth.md). */
 @ApiTags('oauth')
-@ApiBearerAuth()
 @Controller('oauth/clients')
 @Authenticated({ role: Role.ADMIN })
 export class OAuthClientsController {

@@ -1,12 +1,11 @@
 import { Controller, Delete, Get, HttpCode, Param } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentCaller } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 
 /** The partner apps the calling user has authorized (docs/oauth.md). */
 @ApiTags('oauth')
-@ApiBearerAuth()
 @Controller('oauth/grants')
 @Authenticated()
 export class OAuthGrantsController {

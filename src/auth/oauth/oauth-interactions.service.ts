@@ -3,13 +3,9 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { InteractionResults } from 'oidc-provider';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
-import {
-  BUCKET_AUTH,
-  RateLimitService,
-  secondsUntil,
-} from '../../rate-limit/rate-limit.service.js';
+import { secondsUntil } from '../../rate-limit/rate-limit.service.js';
 import { UsersService } from '../../users/users.service.js';
-import { AuthService } from '../auth.service.js';
+import { CredentialsService } from '../credentials.service.js';
 import { consentPage, errorPage, loginPage, type Page } from './oauth-pages.js';
 import { OidcProviderService } from './oidc-provider.service.js';
 
@@ -39,9 +35,8 @@ export class OAuthInteractionsService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly oidc: OidcProviderService,
-    private readonly auth: AuthService,
+    private readonly door: CredentialsService,
     private readonly users: UsersService,
-    private readonly limits: RateLimitService,
   ) {}
 
   private get provider() {
@@ -138,21 +133,6 @@ export class OAuthInteractionsService {
     });
   }
 
-  /** Counts one sign-in attempt against the address's credential bucket; the reset when over it. */
-  private async overCredentialBucket(ip: string): Promise<number | undefined> {
-    if (!this.limits.enabled) {
-      return undefined;
-    }
-    const hit = await this.limits.hit(
-      BUCKET_AUTH,
-      this.limits.ipTracker(ip),
-      1,
-      this.limits.authRateLimit,
-      this.config.authRateLimitWindowS,
-    );
-    return hit && !hit.allowed ? hit.resetMs : undefined;
-  }
-
   async login(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
     const details = await this.details(req, reply);
     if (!details) {
@@ -169,24 +149,28 @@ export class OAuthInteractionsService {
       return reply.redirect(`/oauth/interaction/${details.uid}`, 303);
     }
     const email = (form.email ?? '').trim();
-    const resetMs = await this.overCredentialBucket(req.ip);
-    if (resetMs !== undefined) {
-      const retry = secondsUntil(resetMs);
+    // the same rules as every password check (docs/rate-limits.md): counted per address and per
+    // account; past the account's bucket (or the address's hard limit) the password is not checked
+    const answer =
+      email && form.password
+        ? await this.door.checkPassword(email, form.password, req.ip)
+        : ({ kind: 'invalid' } as const);
+    if (answer.kind === 'throttled') {
+      const retry = secondsUntil(answer.throttle.resetMs);
       void reply.header('Retry-After', String(retry));
       return this.send(
         reply,
         await this.loginView(details, {
           email,
           status: 429,
-          error: `Too many sign-in attempts from your network. Try again in ${retry} seconds.`,
+          error: `Too many sign-in attempts. Try again in ${retry} seconds.`,
         }),
       );
     }
-    const caller =
-      email && form.password ? await this.auth.verifyBasic(email, form.password) : undefined;
-    if (!caller) {
+    if (answer.kind !== 'caller') {
       return this.send(reply, await this.loginView(details, { email, error: WRONG_PASSWORD }));
     }
+    const caller = answer.caller;
     const result: InteractionResults = {
       login: { accountId: caller.userId, amr: ['pwd'], remember: true },
     };
