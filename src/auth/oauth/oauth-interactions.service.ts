@@ -133,18 +133,31 @@ export class OAuthInteractionsService {
     });
   }
 
-  async login(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
+  /**
+   * The interaction a form was posted to, once its CSRF token and origin check out; undefined when
+   * the answer (an error page) has already been sent.
+   */
+  private async postedDetails(
+    req: FastifyRequest<{ Params: { uid: string } }>,
+    reply: FastifyReply,
+  ): Promise<InteractionDetails | undefined> {
     const details = await this.details(req, reply);
+    if (!details) {
+      return undefined;
+    }
+    if (!this.csrfValid(details.uid, (req.body ?? {}) as Form, req)) {
+      this.send(reply, errorPage('invalid_request', 'The form was not sent from this page', 403));
+      return undefined;
+    }
+    return details;
+  }
+
+  async login(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
+    const details = await this.postedDetails(req, reply);
     if (!details) {
       return reply;
     }
     const form = (req.body ?? {}) as Form;
-    if (!this.csrfValid(details.uid, form, req)) {
-      return this.send(
-        reply,
-        errorPage('invalid_request', 'The form was not sent from this page', 403),
-      );
-    }
     if (details.prompt.name !== 'login') {
       return reply.redirect(`/oauth/interaction/${details.uid}`, 303);
     }
@@ -181,15 +194,9 @@ export class OAuthInteractionsService {
   }
 
   async confirm(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
-    const details = await this.details(req, reply);
+    const details = await this.postedDetails(req, reply);
     if (!details) {
       return reply;
-    }
-    if (!this.csrfValid(details.uid, (req.body ?? {}) as Form, req)) {
-      return this.send(
-        reply,
-        errorPage('invalid_request', 'The form was not sent from this page', 403),
-      );
     }
     const accountId = details.session?.accountId;
     if (details.prompt.name !== 'consent' || !accountId) {
@@ -220,15 +227,9 @@ export class OAuthInteractionsService {
 
   /** Deny (or cancel the sign-in): the app gets `error=access_denied`. */
   async abort(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) {
-    const details = await this.details(req, reply);
+    const details = await this.postedDetails(req, reply);
     if (!details) {
       return reply;
-    }
-    if (!this.csrfValid(details.uid, (req.body ?? {}) as Form, req)) {
-      return this.send(
-        reply,
-        errorPage('invalid_request', 'The form was not sent from this page', 403),
-      );
     }
     const returnTo = await this.provider.interactionResult(
       req.raw,
