@@ -119,6 +119,20 @@ export class SocketLimitsService {
     if (request && !request.allowed) {
       return rateLimited(`Too many requests; retry in ${secondsUntil(request.resetMs)} s`);
     }
+    return this.spend(
+      identity,
+      cost,
+      (left, budget, retryS) =>
+        `Query cost budget exhausted: this operation costs ${cost} points, ${left} of ${budget} are left; retry in ${retryS} s`,
+    );
+  }
+
+  /** `cost` points from the identity's GraphQL budget; the RATE_LIMITED error when it is used up. */
+  private async spend(
+    identity: string,
+    cost: number,
+    message: (left: number, budget: number, retryS: number) => string,
+  ): Promise<GraphQLError | undefined> {
     const budget = this.config.graphqlCostBudget;
     const spent = await this.limits.hit(
       BUCKET_GRAPHQL_COST,
@@ -129,7 +143,7 @@ export class SocketLimitsService {
     );
     if (spent && !spent.allowed) {
       return rateLimited(
-        `Query cost budget exhausted: this operation costs ${cost} points, ${Math.max(0, budget - spent.count)} of ${budget} are left; retry in ${secondsUntil(spent.resetMs)} s`,
+        message(Math.max(0, budget - spent.count), budget, secondsUntil(spent.resetMs)),
       );
     }
     return undefined;
@@ -144,20 +158,12 @@ export class SocketLimitsService {
       return undefined;
     }
     const identity = this.identities.get(socket) ?? 'ip:unknown';
-    const budget = this.config.graphqlCostBudget;
-    const spent = await this.limits.hit(
-      BUCKET_GRAPHQL_COST,
+    return this.spend(
       identity,
       cost,
-      budget,
-      this.config.graphqlCostWindowS,
+      (left, budget, retryS) =>
+        `Query cost budget exhausted: each event of this subscription costs ${cost} points, ${left} of ${budget} are left; the subscription ends, subscribe again in ${retryS} s`,
     );
-    if (spent && !spent.allowed) {
-      return rateLimited(
-        `Query cost budget exhausted: each event of this subscription costs ${cost} points, ${Math.max(0, budget - spent.count)} of ${budget} are left; the subscription ends, subscribe again in ${secondsUntil(spent.resetMs)} s`,
-      );
-    }
-    return undefined;
   }
 
   get maxConnections(): number {
