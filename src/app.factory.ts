@@ -18,6 +18,7 @@ import {
   rewriteUrl,
 } from './common/http-hooks.js';
 import { corsOptionsDelegate } from './common/cors.js';
+import { finishOpenApiDocument } from './common/openapi/document.js';
 import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
 import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
@@ -185,6 +186,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       .build(),
   );
   describeOAuthInOpenApi(document, config.publicUrl);
+  finishOpenApiDocument(document);
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 

@@ -3,14 +3,22 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
 import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
+import {
+  ApiBare,
+  ApiDoc,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
 import { PublicUrl } from '../common/public-url.js';
 import { RegisterInput } from '../users/dto/user.inputs.js';
+import { MeResponse, UserResponse } from '../users/dto/user.response.js';
 import { toRestUser } from '../users/users.mapper.js';
 import { UsersService } from '../users/users.service.js';
 import { Authenticated, CurrentCaller, Public } from './auth.decorators.js';
 import type { Caller } from './caller.js';
 import { CredentialsService } from './credentials.service.js';
 import { RefreshInput, TokenInput } from './dto/auth.inputs.js';
+import { TokenPair } from './dto/auth.responses.js';
 import { SessionService } from './session.service.js';
 
 @ApiTags('auth')
@@ -30,6 +38,12 @@ export class AuthController {
   @Post('token')
   @Public()
   @HttpCode(200)
+  @ApiDoc(
+    'Sign in: email and password for a token pair',
+    'A JWT access token and a single-use refresh token. Failed checks count against the per-address and per-account buckets (429 past them, docs/rate-limits.md).',
+  )
+  @ApiBare(TokenPair, 'The token pair')
+  @ApiStandardErrors('public-write', { unauthorized: 'Wrong email or password.' })
   async token(
     @Body() input: TokenInput,
     @Req() req: FastifyRequest,
@@ -52,6 +66,14 @@ export class AuthController {
   @Post('refresh')
   @Public()
   @HttpCode(200)
+  @ApiDoc(
+    'Trade a refresh token for a new pair',
+    'The refresh token is single use; presenting a used one again revokes its whole family (docs/data-integrity.md).',
+  )
+  @ApiBare(TokenPair, 'The new token pair')
+  @ApiStandardErrors('public-write', {
+    unauthorized: 'Unknown, used, revoked or expired refresh token.',
+  })
   async refresh(
     @Body() input: RefreshInput,
     @Req() req: FastifyRequest,
@@ -73,6 +95,9 @@ export class AuthController {
   /** Self-service sign-up: always creates a USER. */
   @Post('register')
   @Public()
+  @ApiDoc('Sign up', 'Self-service registration; the new user is always a USER.')
+  @ApiSingle(UserResponse, { status: 201, location: true })
+  @ApiStandardErrors('public-write', { conflict: 'A live user already has this email.' })
   async register(@Body() input: RegisterInput, @Res({ passthrough: true }) reply: FastifyReply) {
     const user = await this.users.register(input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
@@ -81,6 +106,9 @@ export class AuthController {
 
   @Get('me')
   @Authenticated()
+  @ApiDoc('Who am I', 'The caller’s user and how they authenticated (method, effective role, API key).')
+  @ApiSingle(MeResponse)
+  @ApiStandardErrors('authenticated')
   async me(@CurrentCaller() caller: Caller) {
     const user = await this.users.findById(caller.userId);
     if (!user) {

@@ -1,6 +1,7 @@
 import { Role, roleAtLeast } from './role.js';
 
-export type AuthMethod = 'basic' | 'jwt' | 'api_key' | 'oauth';
+export const AUTH_METHODS = ['basic', 'jwt', 'api_key', 'oauth'] as const;
+export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 /**
  * Who is calling: built once per request (per WebSocket operation) by the credential door

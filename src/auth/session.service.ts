@@ -3,15 +3,11 @@ import { Unauthorized } from '../common/errors.js';
 import { DatabaseService } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { AuthService } from './auth.service.js';
+import { TokenPair } from './dto/auth.responses.js';
 import type { Role } from './role.js';
 import { sha256, TokenService } from './token.service.js';
 
-export interface TokenPair {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  refresh_token: string;
-}
+export { TokenPair };
 
 /**
  * First-party sessions: a short-lived JWT access token plus an opaque, single-use refresh token

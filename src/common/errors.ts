@@ -2,24 +2,27 @@
  * Domain errors: every rule violation in a service is one of these. The REST filter and the GraphQL
  * formatter each map them with one exhaustive switch over `code` (CONTRIBUTING.md, house style 5).
  */
-export type ErrorCode =
-  | 'bad_request'
-  | 'unsupported_version'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'insufficient_scope'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'not_acceptable'
-  | 'conflict'
-  | 'precondition_failed'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'validation_failed'
-  | 'rate_limited'
-  | 'query_too_complex'
-  | 'internal_error'
-  | 'service_unavailable';
+export const ERROR_CODES = [
+  'bad_request',
+  'unsupported_version',
+  'unauthorized',
+  'forbidden',
+  'insufficient_scope',
+  'not_found',
+  'method_not_allowed',
+  'not_acceptable',
+  'conflict',
+  'precondition_failed',
+  'payload_too_large',
+  'unsupported_media_type',
+  'validation_failed',
+  'rate_limited',
+  'query_too_complex',
+  'internal_error',
+  'service_unavailable',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export interface ErrorDetail {
   field?: string;

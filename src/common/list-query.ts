@@ -1,3 +1,4 @@
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { BadRequest, type ErrorDetail } from './errors.js';
 
 export interface SortTerm {
@@ -124,11 +125,24 @@ export function orderBySql(sort: SortTerm[], columns: Record<string, string>, al
   return terms.join(', ');
 }
 
-export interface PageMeta {
+/** `meta` of a page (docs/lists.md); also the schema of `meta` in the OpenAPI document. */
+@ApiSchema({ name: 'PageMeta' })
+export class PageMeta {
   /** null on a cursor page reached without a page number */
-  page: number | null;
-  limit: number;
-  total: number;
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    minimum: 1,
+    example: 1,
+    description: 'null on a page reached by `cursor` without a page number',
+  })
+  page!: number | null;
+
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_LIMIT, example: DEFAULT_LIMIT })
+  limit!: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, example: 42, description: 'Items in the whole list' })
+  total!: number;
 }
 
 export interface Page<T> {

@@ -10,6 +10,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Public } from '../auth/auth.decorators.js';
+import { ApiDoc } from '../common/openapi/decorators.js';
 import { firstConnection, RedisConnections } from '../redis/redis.module.js';
 
 const PROBE_TIMEOUT_MS = 500;
@@ -30,6 +31,7 @@ export class HealthController {
   /** The process is up and serving. */
   @Get('live')
   @HealthCheck()
+  @ApiDoc('Liveness probe', 'The process is up and serving.')
   live() {
     return this.health.check([]);
   }
@@ -37,6 +39,10 @@ export class HealthController {
   /** The database answers (and Redis, when configured); 503 with terminus' report otherwise. */
   @Get('ready')
   @HealthCheck()
+  @ApiDoc(
+    'Readiness probe',
+    'The database answers (and Redis, when configured); 503 with the report of what is down otherwise.',
+  )
   async ready(@Res({ passthrough: true }) reply: FastifyReply) {
     try {
       return await this.health.check(this.readinessChecks());

@@ -1,3 +1,4 @@
+import type { MessageResponse, RoomResponse } from './dto/message.response.js';
 import type { Message, Room } from './message.js';
 
 export interface RoomRow {
@@ -32,11 +33,11 @@ export function messageFromRow(row: MessageRow): Message {
   };
 }
 
-export function toRestRoom(room: Room) {
+export function toRestRoom(room: Room): RoomResponse {
   return { id: room.id, name: room.name, created_at: room.createdAt };
 }
 
-export function toRestMessage(message: Message) {
+export function toRestMessage(message: Message): MessageResponse {
   return {
     id: message.id,
     room_id: message.roomId,

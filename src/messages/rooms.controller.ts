@@ -6,10 +6,18 @@ import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
+import {
+  ApiDoc,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
+
 import { CreateRoomInput, SendMessageInput } from './dto/message.inputs.js';
+import { MessageResponse, RoomResponse } from './dto/message.response.js';
 import { toRestMessage, toRestRoom } from './messages.mapper.js';
-import { MessagesService } from './messages.service.js';
-import { RoomsService } from './rooms.service.js';
+import { MESSAGE_LIST_SPEC, MessagesService } from './messages.service.js';
+import { ROOM_LIST_SPEC, RoomsService } from './rooms.service.js';
 
 /** Rooms and their messages. GUESTs read; USER and ADMIN create rooms and send messages. */
 @ApiTags('rooms')
@@ -23,6 +31,9 @@ export class RoomsController {
   ) {}
 
   @Get()
+  @ApiDoc('List rooms')
+  @ApiPage(RoomResponse, ROOM_LIST_SPEC)
+  @ApiStandardErrors('authenticated')
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -35,6 +46,9 @@ export class RoomsController {
   }
 
   @Post()
+  @ApiDoc('Create a room (USER or ADMIN)')
+  @ApiSingle(RoomResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write', { conflict: 'A room with this name already exists.' })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateRoomInput,
@@ -46,11 +60,17 @@ export class RoomsController {
   }
 
   @Get(':id')
+  @ApiDoc('Get a room')
+  @ApiSingle(RoomResponse)
+  @ApiStandardErrors('authenticated', { notFound: 'No such room' })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestRoom(await this.rooms.get(caller, id)) };
   }
 
   @Get(':id/messages')
+  @ApiDoc('List a room’s messages', 'In the order they were sent (docs/orders-and-rooms.md).')
+  @ApiPage(MessageResponse, MESSAGE_LIST_SPEC)
+  @ApiStandardErrors('authenticated', { notFound: 'No such room' })
   async listMessages(
     @CurrentCaller() caller: Caller,
     @Param('id') roomId: string,
@@ -65,6 +85,12 @@ export class RoomsController {
 
   /** 201 with the message (messages have no URL of their own, hence no Location). */
   @Post(':id/messages')
+  @ApiDoc(
+    'Send a message to a room (USER or ADMIN)',
+    'Subscribers of the room receive it over GraphQL subscriptions (docs/realtime.md). Messages have no URL of their own, hence no `Location`.',
+  )
+  @ApiSingle(MessageResponse, { status: 201 })
+  @ApiStandardErrors('authenticated-write', { notFound: 'No such room' })
   async send(
     @CurrentCaller() caller: Caller,
     @Param('id') roomId: string,

@@ -18,10 +18,18 @@ import { Role } from '../auth/role.js';
 import { ifMatchHits, resourceEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
+import {
+  ApiDoc,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
+
 import { CreateOrderBody, UpdateOrderBody } from './dto/order.inputs.js';
+import { OrderResponse } from './dto/order.response.js';
 import type { Order } from './order.js';
 import { toRestOrder } from './orders.mapper.js';
-import { OrdersService, type OrderPrecondition } from './orders.service.js';
+import { ORDER_LIST_SPEC, OrdersService, type OrderPrecondition } from './orders.service.js';
 
 /** `If-Match` compared with the ETag a GET of the order would carry. */
 function ifMatch(header: string | undefined): OrderPrecondition | undefined {
@@ -44,6 +52,9 @@ export class OrdersController {
   ) {}
 
   @Get('users/:id/orders')
+  @ApiDoc('List a user’s orders', 'Your own orders; ADMINs list anyone’s. GUESTs get 403.')
+  @ApiPage(OrderResponse, ORDER_LIST_SPEC)
+  @ApiStandardErrors('authenticated', { notFound: 'No such user' })
   async list(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,
@@ -57,6 +68,12 @@ export class OrdersController {
   }
 
   @Post('users/:id/orders')
+  @ApiDoc(
+    'Place an order for a user',
+    'The server computes `total_cents`; the order starts `pending`. Your own user, or anyone’s as ADMIN.',
+  )
+  @ApiSingle(OrderResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write', { notFound: 'No such user' })
   async create(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,
@@ -76,11 +93,24 @@ export class OrdersController {
   }
 
   @Get('orders/:id')
+  @ApiDoc('Get an order')
+  @ApiSingle(OrderResponse)
+  @ApiStandardErrors('authenticated', { notFound: 'No such order' })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestOrder(await this.orders.get(caller, id)) };
   }
 
   @Patch('orders/:id')
+  @ApiDoc(
+    'Change an order’s status',
+    'Allowed transitions: pending → paid → shipped → delivered, pending or paid → cancelled (409 otherwise). Owners may only cancel; ADMINs move orders along. `If-Match` makes it conditional.',
+  )
+  @ApiSingle(OrderResponse)
+  @ApiStandardErrors('authenticated-write', {
+    notFound: 'No such order',
+    conflict: 'The order cannot move from its current status to this one.',
+    precondition: true,
+  })
   async update(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,

@@ -1,3 +1,4 @@
+import type { OrderResponse } from './dto/order.response.js';
 import type { Order, OrderItem, OrderStatus } from './order.js';
 
 export interface OrderRow {
@@ -51,7 +52,7 @@ export function orderFromRow(row: OrderRow): Order {
 }
 
 /** REST body of an order (snake_case). */
-export function toRestOrder(order: Order) {
+export function toRestOrder(order: Order): OrderResponse {
   return {
     id: order.id,
     user_id: order.userId,
@@ -67,5 +68,3 @@ export function toRestOrder(order: Order) {
     updated_at: order.updatedAt,
   };
 }
-
-export type RestOrder = ReturnType<typeof toRestOrder>;

@@ -21,10 +21,19 @@ import { Role } from '../auth/role.js';
 import { ifMatchHits, resourceEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
+import {
+  ApiDoc,
+  ApiNoContent,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
+
 import { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
+import { PostResponse } from './dto/post.response.js';
 import type { Post as PostValue } from './post.js';
 import { toRestPost } from './posts.mapper.js';
-import { PostsService, type PostPrecondition } from './posts.service.js';
+import { POST_LIST_SPEC, PostsService, type PostPrecondition } from './posts.service.js';
 
 /** `If-Match` as a precondition on the stored post, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined): PostPrecondition | undefined {
@@ -44,6 +53,9 @@ export class PostsController {
   ) {}
 
   @Get()
+  @ApiDoc('List posts')
+  @ApiPage(PostResponse, POST_LIST_SPEC)
+  @ApiStandardErrors('authenticated')
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -57,6 +69,9 @@ export class PostsController {
 
   @Post()
   @Authenticated({ role: Role.USER })
+  @ApiDoc('Write a post (USER or ADMIN)', 'The caller is its author.')
+  @ApiSingle(PostResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write')
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreatePostInput,
@@ -68,11 +83,17 @@ export class PostsController {
   }
 
   @Get(':id')
+  @ApiDoc('Get a post')
+  @ApiSingle(PostResponse)
+  @ApiStandardErrors('authenticated', { notFound: 'No such post' })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestPost(await this.posts.get(caller, id)) };
   }
 
   @Put(':id')
+  @ApiDoc('Replace a post', 'Authors change their posts; ADMINs any post. `If-Match` makes it conditional.')
+  @ApiSingle(PostResponse)
+  @ApiStandardErrors('authenticated-write', { notFound: 'No such post', precondition: true })
   async replace(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -85,6 +106,12 @@ export class PostsController {
   }
 
   @Patch(':id')
+  @ApiDoc(
+    'Update some members of a post',
+    'A JSON merge patch (RFC 7396). Authors change their posts; ADMINs any post. `If-Match` makes it conditional.',
+  )
+  @ApiSingle(PostResponse)
+  @ApiStandardErrors('authenticated-write', { notFound: 'No such post', precondition: true })
   async patch(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -96,6 +123,9 @@ export class PostsController {
 
   @Delete(':id')
   @HttpCode(204)
+  @ApiDoc('Delete a post', 'Authors delete their posts; ADMINs any post. `If-Match` makes it conditional.')
+  @ApiNoContent('Deleted')
+  @ApiStandardErrors('authenticated', { notFound: 'No such post', precondition: true })
   async remove(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,

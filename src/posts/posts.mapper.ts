@@ -1,3 +1,4 @@
+import type { PostResponse } from './dto/post.response.js';
 import type { Post } from './post.js';
 
 export interface PostRow {
@@ -23,7 +24,7 @@ export function postFromRow(row: PostRow): Post {
 }
 
 /** REST body of a post (snake_case). */
-export function toRestPost(post: Post) {
+export function toRestPost(post: Post): PostResponse {
   return {
     id: post.id,
     author_id: post.authorId,

@@ -20,12 +20,21 @@ import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { ifMatchHits, resourceEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
+import {
+  ApiDoc,
+  ApiList,
+  ApiNoContent,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
 import { PublicUrl } from '../common/public-url.js';
 import { BatchInput } from './dto/batch.input.js';
 import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.inputs.js';
+import { BatchResultResponse, UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
 import { toRestUser } from './users.mapper.js';
-import { UsersService, type Precondition } from './users.service.js';
+import { USER_LIST_SPEC, UsersService, type Precondition } from './users.service.js';
 
 /** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined, caller: Caller): Precondition | undefined {
@@ -44,6 +53,9 @@ export class UsersController {
   ) {}
 
   @Get()
+  @ApiDoc('List users', '`email` is null except on the caller’s own user (ADMINs see every email).')
+  @ApiPage(UserResponse, USER_LIST_SPEC)
+  @ApiStandardErrors('authenticated')
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -57,6 +69,9 @@ export class UsersController {
 
   @Post()
   @Authenticated({ role: Role.ADMIN })
+  @ApiDoc('Create a user (ADMIN)')
+  @ApiSingle(UserResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write', { conflict: 'A live user already has this email (case-insensitive).' })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateUserInput,
@@ -69,6 +84,12 @@ export class UsersController {
 
   @Post('batch')
   @HttpCode(200)
+  @ApiDoc(
+    'Create and update users in one transaction',
+    'At most 100 operations, all or nothing: the first failing operation fails the batch, and `details[].index` names it. The results come in the order of the operations.',
+  )
+  @ApiList(BatchResultResponse, 'One result per operation, in order')
+  @ApiStandardErrors('authenticated-write', { conflict: 'A live user already has this email (case-insensitive).' })
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
     const results = await this.users.batch(caller, input.operations);
     return {
@@ -77,11 +98,24 @@ export class UsersController {
   }
 
   @Get(':id')
+  @ApiDoc('Get a user')
+  @ApiSingle(UserResponse)
+  @ApiStandardErrors('authenticated', { notFound: 'No such user' })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestUser(await this.users.get(caller, id), caller) };
   }
 
   @Put(':id')
+  @ApiDoc(
+    'Replace a user',
+    'Every member not sent returns to its default. Users change themselves; ADMINs change anyone and roles. `If-Match` makes it conditional.',
+  )
+  @ApiSingle(UserResponse)
+  @ApiStandardErrors('authenticated-write', {
+    notFound: 'No such user',
+    conflict: 'A live user already has this email (case-insensitive).',
+    precondition: true,
+  })
   async replace(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -97,6 +131,16 @@ export class UsersController {
   }
 
   @Patch(':id')
+  @ApiDoc(
+    'Update some members of a user',
+    'A JSON merge patch (RFC 7396; `application/json` or `application/merge-patch+json`): `null` clears a nullable member. `If-Match` makes it conditional.',
+  )
+  @ApiSingle(UserResponse)
+  @ApiStandardErrors('authenticated-write', {
+    notFound: 'No such user',
+    conflict: 'A live user already has this email (case-insensitive).',
+    precondition: true,
+  })
   async patch(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -113,6 +157,9 @@ export class UsersController {
 
   @Delete(':id')
   @HttpCode(204)
+  @ApiDoc('Delete a user', 'Users delete themselves; ADMINs delete anyone. `If-Match` makes it conditional.')
+  @ApiNoContent('Deleted')
+  @ApiStandardErrors('authenticated', { notFound: 'No such user', precondition: true })
   async remove(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,

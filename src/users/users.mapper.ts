@@ -1,4 +1,5 @@
 import { isAdmin, type MaybeCaller } from '../auth/caller.js';
+import type { UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
 import type { UserEntity } from './user.entity.js';
 
@@ -43,7 +44,7 @@ export function userFromEntity(e: UserEntity): User {
 }
 
 /** REST body of a user (snake_case), as seen by `viewer`. */
-export function toRestUser(user: User, viewer: MaybeCaller) {
+export function toRestUser(user: User, viewer: MaybeCaller): UserResponse {
   return {
     id: user.id,
     name: user.name,
@@ -54,7 +55,5 @@ export function toRestUser(user: User, viewer: MaybeCaller) {
     updated_at: user.updatedAt,
   };
 }
-
-export type RestUser = ReturnType<typeof toRestUser>;
 
 export const USER_COLUMNS = 'id, name, email, role, age, created_at, updated_at';

@@ -13,11 +13,19 @@ import {
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkHeader } from '../../common/list-query.js';
+import {
+  ApiDoc,
+  ApiNoContent,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../../common/openapi/decorators.js';
 import { PublicUrl } from '../../common/public-url.js';
 import { Authenticated, CurrentCaller } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { CreateApiKeyInput } from './api-key.inputs.js';
-import { ApiKeysService } from './api-keys.service.js';
+import { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
+import { API_KEY_LIST_SPEC, ApiKeysService } from './api-keys.service.js';
 
 @ApiTags('api-keys')
 @Controller('api-keys')
@@ -30,6 +38,12 @@ export class ApiKeysController {
 
   /** The secret (`key`) is in this response only. */
   @Post()
+  @ApiDoc(
+    'Create an API key',
+    'The secret (`key`) is in this response only. Its role is at most the owner’s; a key made with an API key never exceeds that key (role, expiry).',
+  )
+  @ApiSingle(CreatedApiKeyResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write')
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateApiKeyInput,
@@ -41,6 +55,9 @@ export class ApiKeysController {
   }
 
   @Get()
+  @ApiDoc('List API keys', 'Your keys (ADMINs: every key); revoked keys stay listed with `revoked_at`.')
+  @ApiPage(ApiKeyResponse, API_KEY_LIST_SPEC)
+  @ApiStandardErrors('authenticated')
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -53,12 +70,18 @@ export class ApiKeysController {
   }
 
   @Get(':id')
+  @ApiDoc('Get an API key')
+  @ApiSingle(ApiKeyResponse)
+  @ApiStandardErrors('authenticated', { notFound: 'No such key (or not visible to the caller)' })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: await this.keys.get(caller, id) };
   }
 
   @Delete(':id')
   @HttpCode(204)
+  @ApiDoc('Revoke an API key', 'It stops working at once; it stays listed with `revoked_at`.')
+  @ApiNoContent('Revoked')
+  @ApiStandardErrors('authenticated', { notFound: 'No such key (or not visible to the caller)' })
   async revoke(@CurrentCaller() caller: Caller, @Param('id') id: string): Promise<void> {
     await this.keys.revoke(caller, id);
   }

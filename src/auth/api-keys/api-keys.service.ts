@@ -3,22 +3,19 @@ import { isAdmin, type Caller } from '../caller.js';
 import { Role, roleAtLeast, ROLES } from '../role.js';
 import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
 import { isId, newId, nowIso } from '../../common/ids.js';
-import { orderBySql, parseListQuery, type Page } from '../../common/list-query.js';
+import { orderBySql, parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
 import { TokenService } from '../token.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
+import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
 
-export interface ApiKey {
-  id: string;
-  user_id: string;
-  name: string;
-  prefix: string;
-  role: Role;
-  expires_at: string | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  created_at: string;
-}
+export type ApiKey = ApiKeyResponse;
+
+export const API_KEY_LIST_SPEC: ListSpec<never> = {
+  sortFields: ['created_at'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: {},
+};
 
 const COLUMNS = 'id, user_id, name, prefix, role, expires_at, last_used_at, revoked_at, created_at';
 const PREFIX_LENGTH = 12;
@@ -39,7 +36,7 @@ export class ApiKeysService {
     private readonly tokens: TokenService,
   ) {}
 
-  async create(caller: Caller, input: CreateApiKeyInput): Promise<ApiKey & { key: string }> {
+  async create(caller: Caller, input: CreateApiKeyInput): Promise<CreatedApiKeyResponse> {
     const byKey = caller.method === 'api_key';
     if (byKey && caller.role === Role.GUEST) {
       throw Forbidden('A GUEST API key cannot create API keys');
@@ -91,11 +88,7 @@ export class ApiKeysService {
 
   /** The caller's keys; an ADMIN sees every key. Revoked keys stay listed (with revoked_at). */
   async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<ApiKey>> {
-    const query = parseListQuery(rawQuery, {
-      sortFields: ['created_at'],
-      defaultSort: [{ field: 'created_at', desc: false }],
-      filters: {},
-    });
+    const query = parseListQuery(rawQuery, API_KEY_LIST_SPEC);
     const all = isAdmin(caller);
     const conditions = all ? [] : [`user_id = ${this.db.p(1)}`];
     const params: unknown[] = all ? [] : [caller.userId];

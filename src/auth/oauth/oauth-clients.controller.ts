@@ -13,12 +13,19 @@ import {
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkHeader } from '../../common/list-query.js';
+import {
+  ApiNoContent,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../../common/openapi/decorators.js';
 import { PublicUrl } from '../../common/public-url.js';
 import { Authenticated, CurrentCaller } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { Role } from '../role.js';
 import { CreateOAuthClientInput } from './oauth-client.inputs.js';
-import { OAuthClientsService } from './oauth-clients.service.js';
+import { OAUTH_CLIENT_LIST_SPEC, OAuthClientsService } from './oauth-clients.service.js';
+import { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
 
 /** Partner apps (OAuth clients): registered by an ADMIN (docs/oauth.md). */
 @ApiTags('oauth')
@@ -36,6 +43,8 @@ export class OAuthClientsController {
     description:
       'Confidential clients (public: false) get `client_secret` in this response only; public clients get none.',
   })
+  @ApiSingle(CreatedOAuthClientResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write')
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateOAuthClientInput,
@@ -51,6 +60,8 @@ export class OAuthClientsController {
 
   @Get()
   @ApiOperation({ summary: 'List partner apps (ADMIN)' })
+  @ApiPage(OAuthClientResponse, OAUTH_CLIENT_LIST_SPEC)
+  @ApiStandardErrors('authenticated')
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -64,6 +75,8 @@ export class OAuthClientsController {
 
   @Get(':client_id')
   @ApiOperation({ summary: 'One partner app (ADMIN)' })
+  @ApiSingle(OAuthClientResponse)
+  @ApiStandardErrors('authenticated', { notFound: 'No such partner app' })
   async get(@CurrentCaller() caller: Caller, @Param('client_id') clientId: string) {
     return { data: await this.clients.get(caller, clientId) };
   }
@@ -75,6 +88,8 @@ export class OAuthClientsController {
     description:
       'Revokes every grant, code and token it holds; its access tokens stop working at once.',
   })
+  @ApiNoContent('Deleted')
+  @ApiStandardErrors('authenticated', { notFound: 'No such partner app' })
   async delete(
     @CurrentCaller() caller: Caller,
     @Param('client_id') clientId: string,

@@ -3,23 +3,22 @@ import { Injectable } from '@nestjs/common';
 import { ulid } from 'ulid';
 import { Forbidden, NotFound, ValidationFailed, type ErrorDetail } from '../../common/errors.js';
 import { nowIso } from '../../common/ids.js';
-import { parseListQuery, type Page } from '../../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { isAdmin, type Caller } from '../caller.js';
 import { sha256 } from '../token.service.js';
 import type { CreateOAuthClientInput } from './oauth-client.inputs.js';
+import type { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import { OAuthClientsRepository, type OAuthClientRecord } from './oauth-clients.repository.js';
 
 /** The REST representation of a client (`client_secret` only in the creation response). */
-export interface OAuthClientBody {
-  client_id: string;
-  name: string;
-  redirect_uris: string[];
-  scopes: string[];
-  public: boolean;
-  created_at: string;
-  client_secret?: string;
-}
+export type OAuthClientBody = OAuthClientResponse;
+
+export const OAUTH_CLIENT_LIST_SPEC: ListSpec<never> = {
+  sortFields: ['created_at'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: {},
+};
 
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
@@ -75,7 +74,10 @@ export class OAuthClientsService {
     }
   }
 
-  async create(caller: Caller, input: CreateOAuthClientInput): Promise<OAuthClientBody> {
+  async create(
+    caller: Caller,
+    input: CreateOAuthClientInput,
+  ): Promise<CreatedOAuthClientResponse> {
     this.assertAdmin(caller);
     const details: ErrorDetail[] = [];
     input.redirect_uris.forEach((uri, i) => {
@@ -105,11 +107,7 @@ export class OAuthClientsService {
 
   async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<OAuthClientBody>> {
     this.assertAdmin(caller);
-    const query = parseListQuery(rawQuery, {
-      sortFields: ['created_at'],
-      defaultSort: [{ field: 'created_at', desc: false }],
-      filters: {},
-    });
+    const query = parseListQuery(rawQuery, OAUTH_CLIENT_LIST_SPEC);
     const page = await this.clients.page(query);
     return { data: page.data.map(toClientBody), meta: page.meta };
   }

@@ -1,8 +1,14 @@
 import { Controller, Delete, Get, HttpCode, Param } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiList,
+  ApiNoContent,
+  ApiStandardErrors,
+} from '../../common/openapi/decorators.js';
 import { Authenticated, CurrentCaller } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
+import { AuthorizedAppResponse } from './oauth.responses.js';
 
 /** The partner apps the calling user has authorized (docs/oauth.md). */
 @ApiTags('oauth')
@@ -16,6 +22,8 @@ export class OAuthGrantsController {
     summary: 'The apps you authorized',
     description: 'One entry per app: its client_id, name, the scopes you granted and when.',
   })
+  @ApiList(AuthorizedAppResponse, 'The apps you authorized')
+  @ApiStandardErrors('authenticated')
   async list(@CurrentCaller() caller: Caller) {
     return { data: await this.grants.list(caller) };
   }
@@ -27,6 +35,8 @@ export class OAuthGrantsController {
     description:
       'Removes your grant to this app with its refresh tokens; its access tokens stop working at once.',
   })
+  @ApiNoContent('Revoked')
+  @ApiStandardErrors('authenticated', { notFound: 'You have not authorized this app' })
   async revoke(
     @CurrentCaller() caller: Caller,
     @Param('client_id') clientId: string,

@@ -2,14 +2,10 @@ import { Injectable } from '@nestjs/common';
 import type { Caller } from '../caller.js';
 import { OAuthArtifactsRepository, type GrantRow } from './oauth-artifacts.repository.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
+import type { AuthorizedAppResponse } from './oauth.responses.js';
 
 /** One app the user authorized, as `GET /api/v1/oauth/grants` lists it. */
-export interface AuthorizedApp {
-  client_id: string;
-  client_name: string;
-  scopes: string[];
-  granted_at: string;
-}
+export type AuthorizedApp = AuthorizedAppResponse;
 
 function scopesOf(grant: GrantRow): string[] {
   const payload = grant.payload as {

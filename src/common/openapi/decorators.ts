@@ -1,0 +1,209 @@
+import { applyDecorators, type Type } from '@nestjs/common';
+import {
+  ApiExtraModels,
+  ApiOperation,
+  ApiQuery,
+  ApiResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import { DEFAULT_LIMIT, MAX_LIMIT, PageMeta, type ListSpec } from '../list-query.js';
+import { errorSchemaName } from './errors.js';
+import { header } from './headers.js';
+
+/**
+ * The OpenAPI decorators of the REST controllers, one per recurring pattern, so a handler reads
+ * `@ApiSingle(UserBody, { status: 201, location: true })` + `@ApiStandardErrors('authenticated-write')`
+ * instead of a stack of `@ApiResponse`. Headers every response carries (`X-Request-Id`,
+ * `RateLimit-*`, `ETag` and 304 on GET) are added to the whole document by `finishOpenApiDocument`.
+ */
+
+/** `summary` (one line) and, where behaviour is not obvious, `description`. */
+export const ApiDoc = (summary: string, description?: string) =>
+  ApiOperation(description === undefined ? { summary } : { summary, description });
+
+const dataOf = (schema: object) => ({
+  type: 'object' as const,
+  required: ['data'],
+  properties: { data: schema },
+});
+
+interface SuccessOptions {
+  /** 200 (default) or 201. */
+  status?: 200 | 201;
+  description?: string;
+  /** 201 with `Location`: the URL of the new resource. */
+  location?: boolean;
+}
+
+/** A single resource as `{data}`. */
+export const ApiSingle = (model: Type<unknown>, options: SuccessOptions = {}) => {
+  const status = options.status ?? 200;
+  return applyDecorators(
+    ApiExtraModels(model),
+    ApiResponse({
+      status,
+      description: options.description ?? (status === 201 ? 'Created' : 'The resource'),
+      schema: dataOf({ $ref: getSchemaPath(model) }),
+      ...(options.location ? { headers: { Location: header('Location') } } : {}),
+    }),
+  );
+};
+
+/** Several resources as `{data: [...]}` (not paged). */
+export const ApiList = (model: Type<unknown>, description = 'The list') =>
+  applyDecorators(
+    ApiExtraModels(model),
+    ApiResponse({
+      status: 200,
+      description,
+      schema: dataOf({ type: 'array', items: { $ref: getSchemaPath(model) } }),
+    }),
+  );
+
+/** A bare object (not wrapped in `{data}`), e.g. the token responses shaped by RFC 6749. */
+export const ApiBare = (model: Type<unknown>, description: string) =>
+  applyDecorators(
+    ApiExtraModels(model),
+    ApiResponse({ status: 200, description, schema: { $ref: getSchemaPath(model) } }),
+  );
+
+/** 204: done, nothing to send. */
+export const ApiNoContent = (description: string) => ApiResponse({ status: 204, description });
+
+/** The list's own spec (sort members, filters): what `parseListQuery` enforces is what is documented. */
+type PageOptions = Pick<ListSpec, 'sortFields' | 'filters'>;
+
+/** A page of a list as `{data: [...], meta}` with `Link` (docs/lists.md), and its query parameters. */
+export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
+  applyDecorators(
+    ApiExtraModels(model, PageMeta),
+    ApiQuery({
+      name: 'page',
+      required: false,
+      schema: { type: 'integer', minimum: 1, default: 1 },
+      description:
+        'Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`).',
+    }),
+    ApiQuery({
+      name: 'limit',
+      required: false,
+      schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+    }),
+    ApiQuery({
+      name: 'sort',
+      required: false,
+      schema: { type: 'string', example: `-${options.sortFields[0] ?? 'created_at'}` },
+      description: `Comma-separated ${options.sortFields.join(', ')}; \`-\` for descending.`,
+    }),
+    ApiQuery({
+      name: 'cursor',
+      required: false,
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,400}$' },
+      description: 'Keyset position, as found in the `Link: rel="next"` URL.',
+    }),
+    ...Object.entries(options.filters ?? {}).map(([name, values]) =>
+      ApiQuery({ name, required: false, schema: { type: 'string', enum: [...values] } }),
+    ),
+    ApiResponse({
+      status: 200,
+      description: 'One page; `Link` has the first, prev, next and last pages.',
+      schema: {
+        type: 'object',
+        required: ['data', 'meta'],
+        properties: {
+          data: { type: 'array', items: { $ref: getSchemaPath(model) } },
+          meta: { $ref: getSchemaPath(PageMeta) },
+        },
+      },
+      headers: { Link: header('Link') },
+    }),
+  );
+
+const errorResponse = (status: number, description: string, headers?: Record<string, object>) =>
+  ApiResponse({
+    status,
+    description,
+    schema: { $ref: `#/components/schemas/${errorSchemaName(status)}` },
+    ...(headers ? { headers } : {}),
+  });
+
+/**
+ * Who may call the route and what it reads:
+ * - `public-read` / `public-write`: no credentials; a write has a JSON body.
+ * - `authenticated` / `authenticated-write`: credentials required (401, 403).
+ */
+export type RouteKind = 'public-read' | 'public-write' | 'authenticated' | 'authenticated-write';
+
+export interface ErrorOptions {
+  /** The route addresses one resource by id: 404 (and 414 for an over-long id). */
+  notFound?: string;
+  /** When it answers 409. */
+  conflict?: string;
+  /** It honours `If-Match` (412). */
+  precondition?: boolean;
+  /** A public route that still checks a credential (401), e.g. a password or refresh token. */
+  unauthorized?: string;
+  /** What 403 means here when it is more than the role rule. */
+  forbidden?: string;
+}
+
+/** The error statuses a route can answer, each with the envelope of its codes. */
+export const ApiStandardErrors = (kind: RouteKind, options: ErrorOptions = {}) => {
+  const authenticated = kind === 'authenticated' || kind === 'authenticated-write';
+  const write = kind === 'public-write' || kind === 'authenticated-write';
+  const decorators: (MethodDecorator & ClassDecorator)[] = [
+    errorResponse(
+      400,
+      write
+        ? 'Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1.'
+        : 'Malformed request: a query parameter is invalid, or the API version is not v1.',
+    ),
+    errorResponse(406, 'The `Accept` header excludes application/json.'),
+    errorResponse(429, 'Too many requests; retry after `Retry-After` seconds.', {
+      'Retry-After': header('Retry-After'),
+    }),
+    errorResponse(500, 'Unexpected server fault; quote `request_id` when reporting it.'),
+    errorResponse(503, 'The database is unreachable; retry after `Retry-After` seconds.', {
+      'Retry-After': header('Retry-After'),
+    }),
+  ];
+  if (authenticated || options.unauthorized) {
+    decorators.push(
+      errorResponse(
+        401,
+        options.unauthorized ??
+          'Missing or invalid credentials; `WWW-Authenticate` names the schemes.',
+        { 'WWW-Authenticate': header('WWW-Authenticate') },
+      ),
+    );
+  }
+  if (authenticated) {
+    decorators.push(
+      errorResponse(
+        403,
+        options.forbidden ??
+          'The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this.',
+      ),
+    );
+  }
+  if (options.notFound) {
+    decorators.push(
+      errorResponse(404, options.notFound),
+      errorResponse(414, 'A path segment exceeds 100 characters.'),
+    );
+  }
+  if (options.conflict) {
+    decorators.push(errorResponse(409, options.conflict));
+  }
+  if (options.precondition) {
+    decorators.push(errorResponse(412, '`If-Match` does not match the current `ETag`.'));
+  }
+  if (write) {
+    decorators.push(
+      errorResponse(413, 'The body exceeds 1 MiB.'),
+      errorResponse(415, 'The body is not JSON (`Content-Type: application/json`).'),
+      errorResponse(422, 'The body fails validation; `details` names each member and problem.'),
+    );
+  }
+  return applyDecorators(...decorators);
+};

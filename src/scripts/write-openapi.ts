@@ -1,0 +1,36 @@
+import 'reflect-metadata';
+import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createApp } from '../app.factory.js';
+import { loadConfig } from '../config/config.js';
+
+/**
+ * `npm run openapi:write [file]`: builds the application exactly as it serves (in-memory SQLite, no
+ * network, not listening) and writes the OpenAPI document it serves at `/api/docs-json` to
+ * `openapi.json` (or `file`). Redocly lints that file and openapi-typescript generates the test
+ * client's types from it (README, "OpenAPI document and typed clients").
+ */
+const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+  type: 'pkcs8',
+  format: 'pem',
+});
+const config = loadConfig({
+  NODE_ENV: 'production',
+  DATABASE_URL: 'sqlite::memory:',
+  JWT_PRIVATE_KEY: key as string,
+  LOG_LEVEL: 'warn',
+});
+const app = await createApp(config);
+try {
+  const target = resolve(process.argv[2] ?? 'openapi.json');
+  // the document exactly as served, through Fastify's request injection (no socket)
+  const res = await app.getHttpAdapter().getInstance().inject({ url: '/api/docs-json' });
+  if (res.statusCode !== 200) {
+    throw new Error(`GET /api/docs-json answered ${res.statusCode}: ${res.body}`);
+  }
+  writeFileSync(target, `${JSON.stringify(JSON.parse(res.body), null, 2)}\n`);
+  console.log(`wrote ${target}`);
+} finally {
+  await app.close();
+}
