@@ -1,10 +1,43 @@
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 
+/**
+ * Every test process appends how many REST responses it checked against the OpenAPI document
+ * (test/helpers/openapi.ts) to this file; the teardown prints the total.
+ */
+function openApiStatsFile(): string {
+  const file = join(tmpdir(), `atrium-openapi-checks-${process.pid}.txt`);
+  rmSync(file, { force: true });
+  process.env.OPENAPI_STATS_FILE = file;
+  return file;
+}
+
+function printOpenApiStats(file: string): void {
+  if (!existsSync(file)) {
+    return;
+  }
+  let validated = 0;
+  let exempt = 0;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const [v, e] = line.split(' ').map(Number);
+    validated += v || 0;
+    exempt += e || 0;
+  }
+  rmSync(file, { force: true });
+  console.log(
+    `OpenAPI: ${validated} REST responses checked against the document (${exempt} outside it: GraphQL, OAuth protocol, docs, OPTIONS)`,
+  );
+}
+
 /** On PostgreSQL, drop the per-suite schemas an earlier run left behind (each suite makes its own). */
-export default async function setup(): Promise<void> {
+export default async function setup(): Promise<() => void> {
+  const statsFile = openApiStatsFile();
+  const teardown = () => printOpenApiStats(statsFile);
   const url = process.env.DATABASE_URL;
   if (!url?.startsWith('postgres')) {
-    return;
+    return teardown;
   }
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -18,4 +51,5 @@ export default async function setup(): Promise<void> {
   } finally {
     await client.end();
   }
+  return teardown;
 }

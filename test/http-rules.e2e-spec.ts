@@ -9,6 +9,7 @@ import {
   type CreatedUser,
 } from './helpers/factories.js';
 import { client, request, type Client } from './helpers/http.js';
+import { checkResponse } from './helpers/openapi.js';
 
 describe('HTTP rules of the resource API', () => {
   let t: TestApp;
@@ -53,6 +54,13 @@ describe('HTTP rules of the resource API', () => {
         },
         body: JSON.stringify({ name: 'Followed', email }),
         redirect: 'follow',
+      });
+      await checkResponse(t.url, {
+        method: 'POST',
+        url: followed.url,
+        status: followed.status,
+        contentType: followed.headers.get('content-type'),
+        text: await followed.clone().text(),
       });
       expect(followed.status).toBe(201);
       expect(followed.url).toBe(`${t.url}/api/v1/users`);

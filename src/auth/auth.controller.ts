@@ -3,12 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
 import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
-import {
-  ApiBare,
-  ApiDoc,
-  ApiSingle,
-  ApiStandardErrors,
-} from '../common/openapi/decorators.js';
+import { ApiBare, ApiDoc, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 import { PublicUrl } from '../common/public-url.js';
 import { RegisterInput } from '../users/dto/user.inputs.js';
 import { MeResponse, UserResponse } from '../users/dto/user.response.js';
@@ -106,7 +101,10 @@ export class AuthController {
 
   @Get('me')
   @Authenticated()
-  @ApiDoc('Who am I', 'The caller’s user and how they authenticated (method, effective role, API key).')
+  @ApiDoc(
+    'Who am I',
+    'The caller’s user and how they authenticated (method, effective role, API key).',
+  )
   @ApiSingle(MeResponse)
   @ApiStandardErrors('authenticated')
   async me(@CurrentCaller() caller: Caller) {

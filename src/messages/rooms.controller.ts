@@ -6,12 +6,7 @@ import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
-import {
-  ApiDoc,
-  ApiPage,
-  ApiSingle,
-  ApiStandardErrors,
-} from '../common/openapi/decorators.js';
+import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 
 import { CreateRoomInput, SendMessageInput } from './dto/message.inputs.js';
 import { MessageResponse, RoomResponse } from './dto/message.response.js';

@@ -18,12 +18,7 @@ import { Role } from '../auth/role.js';
 import { ifMatchHits, resourceEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
-import {
-  ApiDoc,
-  ApiPage,
-  ApiSingle,
-  ApiStandardErrors,
-} from '../common/openapi/decorators.js';
+import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 
 import { CreateOrderBody, UpdateOrderBody } from './dto/order.inputs.js';
 import { OrderResponse } from './dto/order.response.js';

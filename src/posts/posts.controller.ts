@@ -91,7 +91,10 @@ export class PostsController {
   }
 
   @Put(':id')
-  @ApiDoc('Replace a post', 'Authors change their posts; ADMINs any post. `If-Match` makes it conditional.')
+  @ApiDoc(
+    'Replace a post',
+    'Authors change their posts; ADMINs any post. `If-Match` makes it conditional.',
+  )
   @ApiSingle(PostResponse)
   @ApiStandardErrors('authenticated-write', { notFound: 'No such post', precondition: true })
   async replace(
@@ -123,7 +126,10 @@ export class PostsController {
 
   @Delete(':id')
   @HttpCode(204)
-  @ApiDoc('Delete a post', 'Authors delete their posts; ADMINs any post. `If-Match` makes it conditional.')
+  @ApiDoc(
+    'Delete a post',
+    'Authors delete their posts; ADMINs any post. `If-Match` makes it conditional.',
+  )
   @ApiNoContent('Deleted')
   @ApiStandardErrors('authenticated', { notFound: 'No such post', precondition: true })
   async remove(

@@ -71,7 +71,9 @@ export class UsersController {
   @Authenticated({ role: Role.ADMIN })
   @ApiDoc('Create a user (ADMIN)')
   @ApiSingle(UserResponse, { status: 201, location: true })
-  @ApiStandardErrors('authenticated-write', { conflict: 'A live user already has this email (case-insensitive).' })
+  @ApiStandardErrors('authenticated-write', {
+    conflict: 'A live user already has this email (case-insensitive).',
+  })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateUserInput,
@@ -89,7 +91,11 @@ export class UsersController {
     'At most 100 operations, all or nothing: the first failing operation fails the batch, and `details[].index` names it. The results come in the order of the operations.',
   )
   @ApiList(BatchResultResponse, 'One result per operation, in order')
-  @ApiStandardErrors('authenticated-write', { conflict: 'A live user already has this email (case-insensitive).' })
+  @ApiStandardErrors('authenticated-write', {
+    conflict: 'A live user already has this email (case-insensitive).',
+    notFound: 'An `update` names no such user (`details[].index` says which).',
+    pathId: false,
+  })
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
     const results = await this.users.batch(caller, input.operations);
     return {
@@ -157,7 +163,10 @@ export class UsersController {
 
   @Delete(':id')
   @HttpCode(204)
-  @ApiDoc('Delete a user', 'Users delete themselves; ADMINs delete anyone. `If-Match` makes it conditional.')
+  @ApiDoc(
+    'Delete a user',
+    'Users delete themselves; ADMINs delete anyone. `If-Match` makes it conditional.',
+  )
   @ApiNoContent('Deleted')
   @ApiStandardErrors('authenticated', { notFound: 'No such user', precondition: true })
   async remove(

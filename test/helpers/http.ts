@@ -1,3 +1,5 @@
+import { checkResponse } from './openapi.js';
+
 export interface Credentials {
   bearer?: string;
   basic?: [string, string];
@@ -57,6 +59,15 @@ export async function request<T = any>(
     redirect: 'manual',
   });
   const text = await res.text();
+  // every response a test receives must be one the OpenAPI document describes (./openapi.ts)
+  await checkResponse(base, {
+    method: opts.method ?? 'GET',
+    url: path,
+    acceptVersion: Object.entries(headers).find(([k]) => k.toLowerCase() === 'accept-version')?.[1],
+    status: res.status,
+    contentType: res.headers.get('content-type'),
+    text,
+  });
   let parsed: unknown = undefined;
   if (text && (res.headers.get('content-type') ?? '').includes('json')) {
     parsed = JSON.parse(text);

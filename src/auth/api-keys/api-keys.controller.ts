@@ -55,7 +55,10 @@ export class ApiKeysController {
   }
 
   @Get()
-  @ApiDoc('List API keys', 'Your keys (ADMINs: every key); revoked keys stay listed with `revoked_at`.')
+  @ApiDoc(
+    'List API keys',
+    'Your keys (ADMINs: every key); revoked keys stay listed with `revoked_at`.',
+  )
   @ApiPage(ApiKeyResponse, API_KEY_LIST_SPEC)
   @ApiStandardErrors('authenticated')
   async list(

@@ -74,10 +74,7 @@ export class OAuthClientsService {
     }
   }
 
-  async create(
-    caller: Caller,
-    input: CreateOAuthClientInput,
-  ): Promise<CreatedOAuthClientResponse> {
+  async create(caller: Caller, input: CreateOAuthClientInput): Promise<CreatedOAuthClientResponse> {
     this.assertAdmin(caller);
     const details: ErrorDetail[] = [];
     input.redirect_uris.forEach((uri, i) => {

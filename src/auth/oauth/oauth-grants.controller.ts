@@ -1,10 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import {
-  ApiList,
-  ApiNoContent,
-  ApiStandardErrors,
-} from '../../common/openapi/decorators.js';
+import { ApiList, ApiNoContent, ApiStandardErrors } from '../../common/openapi/decorators.js';
 import { Authenticated, CurrentCaller } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';

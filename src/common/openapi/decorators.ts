@@ -1,6 +1,7 @@
 import { applyDecorators, type Type } from '@nestjs/common';
 import {
   ApiExtraModels,
+  ApiHeader,
   ApiOperation,
   ApiQuery,
   ApiResponse,
@@ -135,8 +136,10 @@ const errorResponse = (status: number, description: string, headers?: Record<str
 export type RouteKind = 'public-read' | 'public-write' | 'authenticated' | 'authenticated-write';
 
 export interface ErrorOptions {
-  /** The route addresses one resource by id: 404 (and 414 for an over-long id). */
+  /** When it answers 404 (with 414 for an over-long path id, unless `pathId` is false). */
   notFound?: string;
+  /** The 404 is about something in the body, not a path parameter (no 414). */
+  pathId?: boolean;
   /** When it answers 409. */
   conflict?: string;
   /** It honours `If-Match` (412). */
@@ -187,16 +190,26 @@ export const ApiStandardErrors = (kind: RouteKind, options: ErrorOptions = {}) =
     );
   }
   if (options.notFound) {
-    decorators.push(
-      errorResponse(404, options.notFound),
-      errorResponse(414, 'A path segment exceeds 100 characters.'),
-    );
+    decorators.push(errorResponse(404, options.notFound));
+    if (options.pathId !== false) {
+      decorators.push(errorResponse(414, 'A path segment exceeds 100 characters.'));
+    }
   }
   if (options.conflict) {
     decorators.push(errorResponse(409, options.conflict));
   }
   if (options.precondition) {
-    decorators.push(errorResponse(412, '`If-Match` does not match the current `ETag`.'));
+    decorators.push(
+      // the handler reads it with @Headers('if-match'), which alone would document it as required
+      ApiHeader({
+        name: 'if-match',
+        required: false,
+        description:
+          'The `ETag` of the version you changed: 412 if the resource has changed since.',
+        schema: { type: 'string', example: '"2c-1yW8Lh5nEkq3vZ0mHkq8aA"' },
+      }),
+      errorResponse(412, '`If-Match` does not match the current `ETag`.'),
+    );
   }
   if (write) {
     decorators.push(

@@ -68,8 +68,13 @@ export const ERROR_STATUSES = [
 export function errorSchemas(): Record<string, SchemaObject> {
   const schemas: Record<string, SchemaObject> = { ErrorDetail: DETAIL };
   for (const status of ERROR_STATUSES) {
-    const codes = codesOfStatus(status);
-    schemas[errorSchemaName(status)] = envelope(codes, codes[0]!, STATUS_CODES[status] ?? 'Error');
+    schemas[errorSchemaName(status)] = errorEnvelopeSchema(status);
   }
   return schemas;
+}
+
+/** The envelope of one status (also for answers no operation owns: 404 unknown path, 405). */
+export function errorEnvelopeSchema(status: number): SchemaObject {
+  const codes = codesOfStatus(status);
+  return envelope(codes, codes[0] ?? 'bad_request', STATUS_CODES[status] ?? 'Error');
 }

@@ -1,7 +1,7 @@
 import type { HeaderObject } from '@nestjs/swagger';
 
 /** The response headers of the contract (docs/contract.md), as `components.headers`. */
-export const HEADERS: Record<string, HeaderObject> = {
+export const HEADERS = {
   'X-Request-Id': {
     description:
       'The request’s id: the client’s well-formed `X-Request-Id`, else a generated one. Quote it when reporting a problem.',
@@ -47,9 +47,9 @@ export const HEADERS: Record<string, HeaderObject> = {
     description: 'The schemes the API accepts.',
     schema: { type: 'string', example: 'Basic realm="atrium", Bearer' },
   },
-};
+} satisfies Record<string, HeaderObject>;
 
 /** A reference to one of `HEADERS`. */
-export const header = (name: keyof typeof HEADERS & string) => ({
+export const header = (name: keyof typeof HEADERS) => ({
   $ref: `#/components/headers/${name}`,
 });

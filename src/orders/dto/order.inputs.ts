@@ -1,3 +1,4 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, ValidateNested } from 'class-validator';
 import type { OrderStatus } from '../order.js';
@@ -24,6 +25,7 @@ export class OrderItemBody {
 
 /** `POST /users/{id}/orders`: the server computes `total_cents`; status starts `pending`. */
 export class CreateOrderBody {
+  @ApiProperty({ type: () => [OrderItemBody], minItems: 1, maxItems: MAX_ITEMS })
   @IsDefined()
   @IsArray()
   @ArrayMinSize(1)

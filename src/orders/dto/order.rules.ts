@@ -1,4 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
+import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { ORDER_STATUSES } from '../order.js';
@@ -22,6 +23,12 @@ const upper = ({ value }: { value: unknown }) =>
 
 export const SkuRules = () =>
   applyDecorators(
+    ApiProperty({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9._:/-]+$',
+      example: 'BOOK-0042',
+    }),
     IsString(),
     Length(1, 64),
     Matches(/^[A-Za-z0-9._:/-]+$/, {
@@ -29,12 +36,25 @@ export const SkuRules = () =>
     }),
   );
 
-export const QuantityRules = () => applyDecorators(IsInt(), Min(1), Max(MAX_QUANTITY));
+export const QuantityRules = () =>
+  applyDecorators(
+    ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_QUANTITY, example: 2 }),
+    IsInt(),
+    Min(1),
+    Max(MAX_QUANTITY),
+  );
 
-export const UnitPriceRules = () => applyDecorators(IsInt(), Min(0), Max(MAX_UNIT_PRICE_CENTS));
+export const UnitPriceRules = () =>
+  applyDecorators(
+    ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_UNIT_PRICE_CENTS, example: 1250 }),
+    IsInt(),
+    Min(0),
+    Max(MAX_UNIT_PRICE_CENTS),
+  );
 
 export const CurrencyRules = () =>
   applyDecorators(
+    ApiProperty({ description: 'ISO 4217 code (case-insensitive)', example: 'EUR' }),
     Transform(upper),
     IsString(),
     IsIn([...CURRENCIES], { message: 'currency must be an ISO 4217 code such as EUR or USD' }),
@@ -42,5 +62,6 @@ export const CurrencyRules = () =>
 
 export const StatusRules = () =>
   applyDecorators(
+    ApiProperty({ enum: ORDER_STATUSES, enumName: 'OrderStatus', example: 'paid' }),
     IsIn(ORDER_STATUSES, { message: `status must be one of ${ORDER_STATUSES.join(', ')}` }),
   );
