@@ -10,7 +10,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Public } from '../auth/auth.decorators.js';
-import { ApiDoc } from '../common/openapi/decorators.js';
+import { ApiDoc, ApiMalformedRequest } from '../common/openapi/decorators.js';
 import { firstConnection, RedisConnections } from '../redis/redis.module.js';
 
 const PROBE_TIMEOUT_MS = 500;
@@ -18,6 +18,7 @@ const PROBE_TIMEOUT_MS = 500;
 @ApiTags('health')
 @Controller('health')
 @Public()
+@ApiMalformedRequest()
 export class HealthController {
   private redis: Redis | undefined;
 

@@ -14,7 +14,16 @@ import { errorEnvelopeSchema, errorSchemaName } from '../../src/common/openapi/e
  *   is an error, so a new field cannot go undocumented);
  * - a response documented without content (204, 304) must have no body.
  * A mismatch throws, so the test that received the response fails with the operation, the status
- * and ajv's errors. What is not checked, and why, is the short list in `exemption()` below.
+ * and ajv's errors.
+ *
+ * Not checked, each for its reason (the whole list):
+ * - paths outside `/api/` and `/health/`: GraphQL, the OAuth protocol endpoints, /metrics (`exemption()`);
+ * - `/api/docs*` (the document and Swagger UI themselves) and OPTIONS (Allow / CORS preflight, answered
+ *   for every path by the HTTP layer, not an operation) (`exemption()`);
+ * - refusals of Node's HTTP parser in raw-socket tests (408, 431, "Malformed HTTP request"), which
+ *   precede any request (./raw-http.ts).
+ * Answers no operation owns (unknown path 404, 405, unsupported version 400) are still checked
+ * against the error envelope of their status; 301/308 version redirects have no body.
  */
 
 type Json = Record<string, unknown>;

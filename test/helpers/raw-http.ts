@@ -1,4 +1,13 @@
 import net from 'node:net';
+import { checkResponse } from './openapi.js';
+
+/**
+ * Refusals of Node's HTTP parser (src/common/http-hooks.ts clientErrorHandler): 408 and 431 are
+ * answered before the request's head is complete, and "Malformed HTTP request" (400) for bytes
+ * that are not HTTP. No route, hence no operation, is involved.
+ */
+const PARSER_REFUSALS = new Set([408, 431]);
+const MALFORMED = /"Malformed HTTP request"/;
 
 export interface RawResponse {
   status: number;
@@ -118,10 +127,24 @@ export class RawConnection {
 /** Sends `data` on a fresh connection and returns the first response (the server then closes). */
 export async function rawExchange(base: string, data: string): Promise<RawResponse> {
   const conn = await RawConnection.open(base);
+  let res: RawResponse;
   try {
     conn.write(data);
-    return await conn.response();
+    res = await conn.response();
   } finally {
     conn.destroy();
   }
+  // the answer must be one the OpenAPI document describes, like every REST response of the suite,
+  // unless Node's HTTP parser refused the bytes before a request existed (test/helpers/openapi.ts)
+  const line = /^([A-Z]+) (\/\S*) HTTP\/1\.[01]\r\n/.exec(data);
+  if (line && !PARSER_REFUSALS.has(res.status) && !MALFORMED.test(res.body)) {
+    await checkResponse(base, {
+      method: line[1]!,
+      url: line[2]!,
+      status: res.status,
+      contentType: res.headers['content-type'] ?? null,
+      text: res.body,
+    });
+  }
+  return res;
 }

@@ -129,6 +129,13 @@ const errorResponse = (status: number, description: string, headers?: Record<str
   });
 
 /**
+ * A request the router refuses before the handler (a URL that does not percent-decode): the only
+ * error of the health probes, which answer everything else themselves.
+ */
+export const ApiMalformedRequest = () =>
+  errorResponse(400, 'Malformed request: the URL does not percent-decode.');
+
+/**
  * Who may call the route and what it reads:
  * - `public-read` / `public-write`: no credentials; a write has a JSON body.
  * - `authenticated` / `authenticated-write`: credentials required (401, 403).
