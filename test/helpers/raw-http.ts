@@ -139,8 +139,8 @@ export async function rawExchange(base: string, data: string): Promise<RawRespon
   const line = /^([A-Z]+) (\/\S*) HTTP\/1\.[01]\r\n/.exec(data);
   if (line && !PARSER_REFUSALS.has(res.status) && !MALFORMED.test(res.body)) {
     await checkResponse(base, {
-      method: line[1]!,
-      url: line[2]!,
+      method: line[1],
+      url: line[2],
       status: res.status,
       contentType: res.headers['content-type'] ?? null,
       text: res.body,
