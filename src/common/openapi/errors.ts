@@ -11,9 +11,15 @@ import { ERROR_CODES, statusOf, type ErrorCode } from '../errors.js';
 /** A status the router answers before any route (a path parameter over its limit, docs/limits.md). */
 const HTTP_LAYER: Record<number, ErrorCode[]> = { 414: ['bad_request'] };
 
-/** Error codes by HTTP status. */
+/** Codes only GraphQL answers (its cost limit): never in a REST envelope. */
+const GRAPHQL_ONLY: readonly ErrorCode[] = ['query_too_complex'];
+
+/** REST error codes by HTTP status. */
 export function codesOfStatus(status: number): ErrorCode[] {
-  return HTTP_LAYER[status] ?? ERROR_CODES.filter((code) => statusOf(code) === status);
+  return (
+    HTTP_LAYER[status] ??
+    ERROR_CODES.filter((code) => statusOf(code) === status && !GRAPHQL_ONLY.includes(code))
+  );
 }
 
 /** Component name of the error schema of one status (`NotFoundError`, `TooManyRequestsError`). */
