@@ -1049,7 +1049,7 @@ export interface components {
          * @example bad_request
          * @enum {string}
          */
-        code: 'bad_request' | 'unsupported_version' | 'query_too_complex';
+        code: 'bad_request' | 'unsupported_version';
         /** @example Bad Request */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
@@ -1339,6 +1339,16 @@ export interface operations {
           };
         };
       };
+      /** @description Malformed request: the URL does not percent-decode. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
       /** @description The Health Check is not successful */
       503: {
         headers: {
@@ -1487,6 +1497,16 @@ export interface operations {
               };
             };
           };
+        };
+      };
+      /** @description Malformed request: the URL does not percent-decode. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
         };
       };
       /** @description The Health Check is not successful */
