@@ -21,6 +21,7 @@ import { corsOptionsDelegate } from './common/cors.js';
 import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
 import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
+import { ShutdownState } from './common/shutdown.js';
 import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
@@ -74,7 +75,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     requestIdHeader: false,
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     rewriteUrl,
-    return503OnClosing: true,
+    // requests on an open keep-alive connection once closing begins get the error envelope instead
+    // (http-hooks.ts)
+    return503OnClosing: false,
   });
   const fastify = adapter.getInstance();
   const httpHooks: HttpHookOptions = {
@@ -188,7 +191,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  // SIGTERM/SIGINT are handled by main.ts (src/common/shutdown.ts): drain, close, exit within the grace
+  const shutdown = app.get(ShutdownState);
+  httpHooks.draining = () => shutdown.draining;
   await app.init();
   return app;
 }

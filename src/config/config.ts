@@ -44,6 +44,15 @@ export interface AppConfig {
   dataDir: string;
   /** HTTP server timeouts and request-shape limits (docs/limits.md). */
   http: HttpLimitsConfig;
+  /** Graceful shutdown on SIGTERM/SIGINT (docs/limits.md "Shutdown"). */
+  shutdown: ShutdownConfig;
+}
+
+export interface ShutdownConfig {
+  /** Time between the signal and closing the server, with readiness already answering 503. */
+  drainDelayMs: number;
+  /** The process exits at most this long after the signal, whatever is still open. */
+  graceMs: number;
 }
 
 export interface HttpLimitsConfig {
@@ -249,7 +258,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
     dataDir: env.DATA_DIR ?? 'data',
     http: loadHttpLimits(env),
+    shutdown: loadShutdown(env),
   };
+}
+
+function loadShutdown(env: NodeJS.ProcessEnv): ShutdownConfig {
+  const drainDelayMs = int(env, 'SHUTDOWN_DRAIN_DELAY_MS', 0, 0, 600_000);
+  const graceMs = int(env, 'SHUTDOWN_GRACE_MS', 8_000, 100, 3_600_000);
+  if (graceMs <= drainDelayMs) {
+    throw new ConfigError(
+      'SHUTDOWN_GRACE_MS',
+      `must be longer than SHUTDOWN_DRAIN_DELAY_MS (${drainDelayMs}), got ${graceMs}`,
+    );
+  }
+  return { drainDelayMs, graceMs };
 }
 
 function loadHttpLimits(env: NodeJS.ProcessEnv): HttpLimitsConfig {

@@ -28,6 +28,7 @@ import type { Disposable } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../common/cors.js';
+import { ShutdownState } from '../common/shutdown.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { CredentialsService } from '../auth/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -87,6 +88,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly contexts: GraphqlContextFactory,
     private readonly limits: SocketLimitsService,
     private readonly door: CredentialsService,
+    private readonly shutdown: ShutdownState,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -264,6 +266,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path !== GRAPHQL_PATH) {
       return; // not ours (nothing else upgrades today; the socket times out)
+    }
+    if (this.shutdown.draining) {
+      // a new socket would be closed with 1001 in a moment: open it on another instance
+      socket.end(
+        'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+      );
+      return;
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !originAllowed(origin, this.config.corsOrigins)) {
