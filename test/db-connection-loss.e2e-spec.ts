@@ -5,7 +5,7 @@ import { freshDatabaseUrl, startApp, usingPostgres, type TestApp } from './helpe
 import { createUser, type CreatedUser } from './helpers/factories.js';
 import { gql } from './graphql-client.js';
 import type { TestResponse } from './helpers/http.js';
-import { percentile, startLoad, statusCounts } from './helpers/load.js';
+import { percentile, startLoad, statusCounts, type Sample } from './helpers/load.js';
 import { PrivatePostgres, postgresBinDir } from './helpers/private-postgres.js';
 import { freePort } from './helpers/rate-limit.js';
 
@@ -122,6 +122,8 @@ describe.skipIf(!usingPostgres)(
 );
 
 const pgBin = usingPostgres ? postgresBinDir() : undefined;
+/** DATABASE_CONNECT_TIMEOUT_MS and DATABASE_QUERY_TIMEOUT_MS of the private cluster's app. */
+const TIMEOUT_MS = 2_000;
 
 /**
  * The database server itself stopped (a crash: `pg_ctl stop -m immediate`) and started again while
@@ -152,13 +154,101 @@ describe.skipIf(!usingPostgres || (!pgBin && !process.env.CI))(
       const url = new URL(cluster.url);
       schema = `atrium_t_${randomBytes(6).toString('hex')}`;
       url.searchParams.set('schema', schema);
-      t = await startApp({ DATABASE_URL: url.toString() });
+      // short bounds for the hung-server test (the defaults are 5 s and 10 s)
+      t = await startApp({
+        DATABASE_URL: url.toString(),
+        DATABASE_CONNECT_TIMEOUT_MS: String(TIMEOUT_MS),
+        DATABASE_QUERY_TIMEOUT_MS: String(TIMEOUT_MS),
+      });
       user = await createUser(t.url);
     }, 60_000);
     afterAll(async () => {
       await t?.close();
       await cluster?.destroy();
     });
+
+    /** Six clients: three create posts, three list users (every request reads the caller's role). */
+    function postsAndReads() {
+      return startLoad(6, (w, i) =>
+        w % 2 === 0
+          ? {
+              kind: 'write',
+              send: () => user.client.post('/api/v1/posts', { title: `p${w}-${i}`, body: 'b' }),
+            }
+          : { kind: 'read', send: () => user.client.get('/api/v1/users?limit=5') },
+      );
+    }
+
+    /** Only 200/201/503 over the run, every 503 in the envelope with Retry-After. */
+    function expectOnlyAnswers(samples: Sample[]) {
+      const unexpected = samples.filter((s) => ![200, 201, 503].includes(s.status));
+      expect(unexpected.length, JSON.stringify(statusCounts(samples))).toBe(0);
+      for (const s of samples.filter((x) => x.status === 503)) {
+        expect(s.res!.headers.get('retry-after')).toBe('1');
+        expect(s.res!.body.error.code).toBe('service_unavailable');
+      }
+    }
+
+    /** Every post answered 201 is in the table. */
+    async function expectAcknowledgedWrites(samples: Sample[]) {
+      const ids = samples.filter((s) => s.status === 201).map((s) => s.res!.body.data.id as string);
+      expect(ids.length).toBeGreaterThan(0);
+      const db = new pg.Client({ connectionString: cluster.url });
+      await db.connect();
+      try {
+        const { rows } = await db.query(`SELECT id FROM "${schema}".posts WHERE id = ANY($1)`, [
+          ids,
+        ]);
+        expect(rows.length).toBe(ids.length);
+      } finally {
+        await db.end();
+      }
+    }
+
+    it('answers 503 within the database timeouts while the server hangs, and recovers when it answers again', async () => {
+      const load = postsAndReads();
+      let frozenFor: Sample[];
+      let thawed: number;
+      try {
+        await load.until(
+          (s) => s.filter((x) => x.status === 201).length >= 10,
+          10_000,
+          '10 writes',
+        );
+        // SIGSTOP: connections are accepted by the kernel, nothing is answered
+        cluster.signal('SIGSTOP');
+        const frozen = performance.now();
+        try {
+          await load.until(
+            (s) => s.filter((x) => x.started >= frozen).length >= 12,
+            20_000,
+            '12 answers while the server hangs',
+          );
+          expect((await fetch(`${t.url}/health/ready`)).status).toBe(503);
+          frozenFor = load.between(frozen, performance.now());
+        } finally {
+          cluster.signal('SIGCONT');
+        }
+        thawed = performance.now();
+        await load.until(
+          (s) => s.filter((x) => x.started >= thawed && x.status === 201).length >= 10,
+          15_000,
+          '10 writes after the server answers again',
+        );
+      } finally {
+        await load.stop();
+      }
+      // while it hangs: 503, each within the connect or statement timeout (plus a busy machine's slack)
+      expect(statusCounts(frozenFor)).toEqual({ 503: frozenFor.length });
+      const latencies = frozenFor.map((s) => s.ended - s.started);
+      expect(percentile(latencies, 100)).toBeLessThan(TIMEOUT_MS + 2_500);
+      expectOnlyAnswers(load.samples);
+      await expectAcknowledgedWrites(load.samples);
+      console.info(
+        `PostgreSQL hung: ${frozenFor.length} answers while frozen, 503 latency p50 ${percentile(latencies, 50).toFixed(0)} ms, max ${percentile(latencies, 100).toFixed(0)} ms (timeouts ${TIMEOUT_MS} ms); ${JSON.stringify(statusCounts(load.samples))}`,
+      );
+      expect((await fetch(`${t.url}/health/ready`)).status).toBe(200);
+    }, 60_000);
 
     it('answers 503 + Retry-After at once while the server is down, recovers by itself, loses no acknowledged write', async () => {
       let n = 0;

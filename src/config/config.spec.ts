@@ -23,7 +23,15 @@ describe('loadConfig', () => {
       type: 'postgres',
       url: 'postgres://u@h:5432/db',
       schema: 'atrium_x',
+      connectTimeoutMs: 5_000,
+      queryTimeoutMs: 10_000,
     });
+    const tuned = loadConfig({
+      DATABASE_URL: 'postgres://u@h:5432/db',
+      DATABASE_CONNECT_TIMEOUT_MS: '1500',
+      DATABASE_QUERY_TIMEOUT_MS: '20000',
+    });
+    expect(tuned.database).toMatchObject({ connectTimeoutMs: 1_500, queryTimeoutMs: 20_000 });
   });
 
   it('treats empty values as unset', () => {

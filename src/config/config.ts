@@ -4,7 +4,15 @@ import { config as loadDotenv } from 'dotenv';
 /** Where the database lives; parsed from DATABASE_URL. */
 export type DatabaseConfig =
   | { type: 'sqlite'; path: string }
-  | { type: 'postgres'; url: string; schema?: string };
+  | {
+      type: 'postgres';
+      url: string;
+      schema?: string;
+      /** Longest wait for a pooled connection (a free one, or a new one's handshake). */
+      connectTimeoutMs: number;
+      /** Longest wait for a statement's answer; then its connection is closed (a hung server). */
+      queryTimeoutMs: number;
+    };
 
 export interface AppConfig {
   nodeEnv: 'development' | 'production' | 'test';
@@ -129,7 +137,7 @@ function url(name: string, raw: string, protocols: string[]): URL {
   return parsed;
 }
 
-function parseDatabase(raw: string): DatabaseConfig {
+function parseDatabase(raw: string, env: NodeJS.ProcessEnv): DatabaseConfig {
   if (raw.startsWith('sqlite:')) {
     const path = raw.slice('sqlite:'.length);
     if (path === '') {
@@ -147,7 +155,13 @@ function parseDatabase(raw: string): DatabaseConfig {
     );
   }
   parsed.searchParams.delete('schema');
-  return { type: 'postgres', url: parsed.toString(), schema };
+  return {
+    type: 'postgres',
+    url: parsed.toString(),
+    schema,
+    connectTimeoutMs: int(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    queryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', 10_000, 100, 3_600_000),
+  };
 }
 
 /** Reads and validates the whole configuration; throws ConfigError on the first bad value. */
@@ -164,7 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const publicUrl = (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
   url('PUBLIC_URL', publicUrl, ['http:', 'https:']);
 
-  const database = parseDatabase(env.DATABASE_URL ?? 'sqlite:data/atrium.sqlite');
+  const database = parseDatabase(env.DATABASE_URL ?? 'sqlite:data/atrium.sqlite', env);
   const redisUrl = env.REDIS_URL === undefined || env.REDIS_URL === '' ? undefined : env.REDIS_URL;
   if (redisUrl !== undefined) {
     url('REDIS_URL', redisUrl, ['redis:', 'rediss:']);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -97,10 +97,49 @@ export class PrivatePostgres {
     await this.exec('pg_ctl', ['stop', '-w', '-m', mode, '-D', this.data]);
   }
 
+  /** The server's processes: the postmaster (from postmaster.pid) and its children. */
+  private pids(): number[] {
+    const postmaster = Number(
+      readFileSync(join(this.data, 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    const children = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may contain spaces
+          const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+        } catch {
+          return false; // exited meanwhile
+        }
+      })
+      .map(Number);
+    return [postmaster, ...children];
+  }
+
+  /**
+   * Freezes (SIGSTOP) or thaws (SIGCONT) every process of the server: a database that accepts TCP
+   * connections (the kernel does) but answers nothing, like a hung host or a network partition.
+   */
+  signal(sig: 'SIGSTOP' | 'SIGCONT'): void {
+    for (const pid of this.pids()) {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  }
+
   /** Stops the server (if running) and deletes the cluster. */
   async destroy(): Promise<void> {
     if (!this.dir) {
       return;
+    }
+    try {
+      this.signal('SIGCONT');
+    } catch {
+      // not running
     }
     await this.stop('immediate').catch(() => undefined);
     rmSync(this.dir, { recursive: true, force: true });
