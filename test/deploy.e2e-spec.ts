@@ -1,14 +1,15 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { usingPostgres, usingRedis } from './helpers/app.js';
+import { buildInto, ROOT } from './helpers/build.js';
 import { request } from './helpers/http.js';
+import { freePort } from './helpers/rate-limit.js';
 
 /**
  * The compose shape without Docker: two replicas of the built service (`node dist/main.js`, real
@@ -17,7 +18,6 @@ import { request } from './helpers/http.js';
  * settings docker-compose.yml gives them: TRUSTED_PROXIES = the proxy's address alone, METRICS_PORT
  * internal, no JWT_PRIVATE_KEY (the key is generated once into the DATA_DIR both replicas share).
  */
-const ROOT = new URL('..', import.meta.url).pathname;
 const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) =>
   existsSync(p),
 );
@@ -34,16 +34,6 @@ const reason = !(usingPostgres && usingRedis)
   : !NGINX
     ? ' (skipped: nginx is not installed; apt-get install -y nginx)'
     : '';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Proc {
   name: string;
@@ -143,20 +133,7 @@ describe.skipIf(reason !== '')(
       dir = mkdtempSync(join(tmpdir(), 'atrium-deploy-'));
       // a build of our own: dist/ may be rebuilt by another suite while these processes load it
       const outDir = join(ROOT, 'node_modules/.cache/atrium-deploy-e2e/dist');
-      execFileSync(
-        process.execPath,
-        [
-          join(ROOT, 'node_modules/typescript/bin/tsc'),
-          '-p',
-          'tsconfig.build.json',
-          '--outDir',
-          outDir,
-          '--incremental',
-          '--tsBuildInfoFile',
-          join(outDir, '..', 'tsbuildinfo'),
-        ],
-        { cwd: ROOT, stdio: 'pipe' },
-      );
+      buildInto(outDir, true);
 
       for (const i of [0, 1]) {
         apiPorts[i] = await freePort();
