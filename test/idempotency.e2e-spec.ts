@@ -61,6 +61,17 @@ describe('Idempotency-Key', () => {
     expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
     expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
     expect(await postsTitled(t, title)).toBe(1);
+    // a browser client may read the replay marker
+    const fromBrowser = await request(t.url, '/api/v1/posts', {
+      method: 'POST',
+      auth: { bearer: alice.token },
+      headers: { 'idempotency-key': key, origin: 'http://localhost:5173' },
+      body: { title, body: 'once' },
+    });
+    expect(replayed(fromBrowser)).toBe(true);
+    expect(fromBrowser.headers.get('access-control-expose-headers')).toMatch(
+      /(^|,\s*)Idempotent-Replayed(,|$)/i,
+    );
     // without a key, every POST creates
     await createPost(t, alice, undefined, { title, body: 'once' });
     expect(await postsTitled(t, title)).toBe(2);
