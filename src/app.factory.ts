@@ -26,6 +26,7 @@ import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { registerIdempotencyHook } from './idempotency/idempotency.interceptor.js';
 import {
   BUCKET_REQUESTS,
   rateLimitedError,
@@ -150,6 +151,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }
   };
 
+  registerIdempotencyHook(fastify);
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
     metrics.httpDuration.observe(

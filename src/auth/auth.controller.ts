@@ -12,6 +12,7 @@ import type { Caller } from './caller.js';
 import { CredentialsService } from './credentials.service.js';
 import { RefreshInput, TokenInput } from './dto/auth.inputs.js';
 import { SessionService } from './session.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 @ApiTags('auth')
 @Controller('auth')
@@ -72,6 +73,7 @@ export class AuthController {
 
   /** Self-service sign-up: always creates a USER. */
   @Post('register')
+  @Idempotent()
   @Public()
   async register(@Body() input: RegisterInput, @Res({ passthrough: true }) reply: FastifyReply) {
     const user = await this.users.register(input);

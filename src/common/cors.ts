@@ -78,6 +78,7 @@ export const CORS_ALLOWED_HEADERS = [
 
 export const CORS_EXPOSED_HEADERS = [
   'ETag',
+  'Idempotent-Replayed',
   'Link',
   'Location',
   'X-Request-Id',

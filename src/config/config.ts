@@ -46,6 +46,10 @@ export interface AppConfig {
   /** How often an idle WebSocket's credentials are checked again (docs/realtime.md). */
   wsRecheckIntervalS: number;
   trustedProxies: string[];
+  /** Port of the internal listener serving /metrics alone; unset = /metrics on the main port. */
+  metricsPort?: number;
+  /** How long an Idempotency-Key's first response is kept and replayed (docs/idempotency.md). */
+  idempotencyTtlS: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   graphqlIntrospection: boolean;
   graphqlDevelopment: boolean;
@@ -179,6 +183,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   url('PUBLIC_URL', publicUrl, ['http:', 'https:']);
 
   const database = parseDatabase(env.DATABASE_URL ?? 'sqlite:data/atrium.sqlite', env);
+  const metricsPort =
+    env.METRICS_PORT === undefined || env.METRICS_PORT === ''
+      ? undefined
+      : int(env, 'METRICS_PORT', 0, 0, 65535);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port})`);
+  }
+
   const redisUrl = env.REDIS_URL === undefined || env.REDIS_URL === '' ? undefined : env.REDIS_URL;
   if (redisUrl !== undefined) {
     url('REDIS_URL', redisUrl, ['redis:', 'rediss:']);
@@ -267,6 +279,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       .split(',')
       .map((p) => p.trim())
       .filter((p) => p !== ''),
+    metricsPort,
+    idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     logLevel,
     graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION', true),
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),

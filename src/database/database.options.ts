@@ -10,6 +10,7 @@ import { OAuth1763950000000 } from './migrations/1763950000000-oauth.js';
 import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
 import { ListCounts1764000000000 } from './migrations/1764000000000-list-counts.js';
 import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexes.js';
+import { IdempotencyKeys1764100000000 } from './migrations/1764100000000-idempotency-keys.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -18,6 +19,7 @@ export const MIGRATIONS = [
   OAuth1763950000000,
   ListCounts1764000000000,
   ListIndexes1764000000001,
+  IdempotencyKeys1764100000000,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

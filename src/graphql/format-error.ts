@@ -46,6 +46,8 @@ export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
       return 'BAD_USER_INPUT';
     case 'conflict':
     case 'precondition_failed':
+    case 'idempotency_key_in_progress': // REST only (docs/idempotency.md)
+    case 'idempotency_key_reused':
       return 'CONFLICT';
     case 'rate_limited':
       return 'RATE_LIMITED';

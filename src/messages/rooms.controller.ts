@@ -10,6 +10,7 @@ import { CreateRoomInput, SendMessageInput } from './dto/message.inputs.js';
 import { toRestMessage, toRestRoom } from './messages.mapper.js';
 import { MessagesService } from './messages.service.js';
 import { RoomsService } from './rooms.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** Rooms and their messages. GUESTs read; USER and ADMIN create rooms and send messages. */
 @ApiTags('rooms')
@@ -35,6 +36,7 @@ export class RoomsController {
   }
 
   @Post()
+  @Idempotent()
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateRoomInput,
@@ -65,6 +67,7 @@ export class RoomsController {
 
   /** 201 with the message (messages have no URL of their own, hence no Location). */
   @Post(':id/messages')
+  @Idempotent()
   async send(
     @CurrentCaller() caller: Caller,
     @Param('id') roomId: string,

@@ -22,6 +22,7 @@ import { CreateOrderBody, UpdateOrderBody } from './dto/order.inputs.js';
 import type { Order } from './order.js';
 import { toRestOrder } from './orders.mapper.js';
 import { OrdersService, type OrderPrecondition } from './orders.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` compared with the ETag a GET of the order would carry. */
 function ifMatch(header: string | undefined): OrderPrecondition | undefined {
@@ -57,6 +58,7 @@ export class OrdersController {
   }
 
   @Post('users/:id/orders')
+  @Idempotent()
   async create(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,

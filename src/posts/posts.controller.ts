@@ -25,6 +25,7 @@ import { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.in
 import type { Post as PostValue } from './post.js';
 import { toRestPost } from './posts.mapper.js';
 import { PostsService, type PostPrecondition } from './posts.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` as a precondition on the stored post, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined): PostPrecondition | undefined {
@@ -56,6 +57,7 @@ export class PostsController {
   }
 
   @Post()
+  @Idempotent()
   @Authenticated({ role: Role.USER })
   async create(
     @CurrentCaller() caller: Caller,

@@ -26,6 +26,7 @@ import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.in
 import type { User } from './user.js';
 import { toRestUser } from './users.mapper.js';
 import { UsersService, type Precondition } from './users.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined, caller: Caller): Precondition | undefined {
@@ -56,6 +57,7 @@ export class UsersController {
   }
 
   @Post()
+  @Idempotent()
   @Authenticated({ role: Role.ADMIN })
   async create(
     @CurrentCaller() caller: Caller,
@@ -68,6 +70,7 @@ export class UsersController {
   }
 
   @Post('batch')
+  @Idempotent()
   @HttpCode(200)
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
     const results = await this.users.batch(caller, input.operations);
