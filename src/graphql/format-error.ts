@@ -81,6 +81,24 @@ export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
 }
 
 const CONTEXT_FAILED = 'Context creation failed: ';
+
+// graphql-js 16's messages for an absent non-null input member, in a literal and in a variable
+const MISSING_MEMBER =
+  /(?:^Variable "\$\w+" got invalid value .*? at "\w+((?:\.\w+|\[\d+\])*)"; |^Variable "\$\w+" got invalid value .*?; |^)Field "(?:\w+\.)?(\w+)" of required type "[^"]+" was not provided\.$/s;
+
+/**
+ * `details: [{field, message: "<field> is required"}]` for a missing input member, as REST reports it
+ * (the schema, not class-validator, refuses it here). `field` is the member's path in the input.
+ */
+function missingMember(message: string): ErrorDetail[] | undefined {
+  const m = MISSING_MEMBER.exec(message);
+  if (!m) {
+    return undefined;
+  }
+  const at = (m[1] ?? '').replace(/\[(\d+)\]/g, '.$1').replace(/^\./, '');
+  const field = at ? `${at}.${m[2]}` : m[2]!;
+  return [{ field, message: `${field} is required` }];
+}
 const logger = new Logger('GraphQL');
 
 interface Formatted extends GraphQLFormattedError {
@@ -156,9 +174,9 @@ export function formatGraphqlError(
     (APOLLO_REQUEST_CODES.has(apolloCode) || apolloCode === 'BAD_USER_INPUT')
   ) {
     const details =
-      (original as GraphQLError | undefined)?.originalError instanceof GraphQLError
+      ((original as GraphQLError | undefined)?.originalError instanceof GraphQLError
         ? ((original as GraphQLError).originalError as GraphQLError).extensions.details
-        : formatted.extensions?.details;
+        : formatted.extensions?.details) ?? missingMember(message);
     return withCode(
       formatted,
       apolloCode as GqlErrorCode,
