@@ -96,7 +96,7 @@ function missingMember(message: string): ErrorDetail[] | undefined {
     return undefined;
   }
   const at = (m[1] ?? '').replace(/\[(\d+)\]/g, '.$1').replace(/^\./, '');
-  const field = at ? `${at}.${m[2]}` : m[2]!;
+  const field = at ? `${at}.${m[2]}` : m[2];
   return [{ field, message: `${field} is required` }];
 }
 const logger = new Logger('GraphQL');
