@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { withEtag } from '../common/etag.js';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
 import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import { PublicUrl } from '../common/public-url.js';
@@ -78,7 +79,7 @@ export class AuthController {
   async register(@Body() input: RegisterInput, @Res({ passthrough: true }) reply: FastifyReply) {
     const user = await this.users.register(input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
-    return { data: toRestUser(user, { userId: user.id, role: user.role, method: 'basic' }) };
+    return withEtag(reply, toRestUser(user, { userId: user.id, role: user.role, method: 'basic' }));
   }
 
   @Get('me')

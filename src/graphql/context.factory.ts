@@ -50,7 +50,7 @@ function assertNotCsrf(req: FastifyRequest): void {
   }
   throw new GraphQLError(
     'A GET request with Basic credentials must include the header apollo-require-preflight: true (CSRF protection)',
-    { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
+    { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
   );
 }
 

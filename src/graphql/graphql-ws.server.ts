@@ -164,7 +164,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           }
           const operation = getOperationAST(document, payload.operationName);
           if (!operation) {
-            return [new GraphQLError('Could not determine which operation to run (operationName)')];
+            return [
+              new GraphQLError('Could not determine which operation to run (operationName)', {
+                extensions: { code: 'OPERATION_RESOLUTION_FAILURE' },
+              }),
+            ];
           }
           if (!caller && !isIntrospectionOnly(document, operation)) {
             return [authenticationRequired()];
@@ -294,12 +298,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       // tokens, fields, aliases, same-name pairs, arguments: bounded before validation runs
       const document = parseBounded(query);
       if (document instanceof GraphQLError) {
-        cached = [document];
+        cached = [withDefaultCode(document, 'GRAPHQL_PARSE_FAILED')];
       } else {
         const errors = validate(this.schemaHost.schema, document, this.rules, {
           maxErrors: MAX_VALIDATION_ERRORS,
         });
-        cached = errors.length > 0 ? errors : document;
+        cached =
+          errors.length > 0
+            ? errors.map((e) => withDefaultCode(e, 'GRAPHQL_VALIDATION_FAILED'))
+            : document;
       }
       if (this.documents.size > 500) {
         this.documents.clear();
@@ -312,8 +319,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private format(error: GraphQLError): GraphQLFormattedError {
     let json = error.toJSON();
     if (json.extensions?.code === undefined && !error.originalError && !error.path) {
-      // graphql-js's own parse, validation and variable errors carry no code
-      json = { ...json, extensions: { ...json.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } };
+      // parse and validation errors got their code above: what is left is a variable that does
+      // not coerce, BAD_USER_INPUT as Apollo says over HTTP
+      json = { ...json, extensions: { ...json.extensions, code: 'BAD_USER_INPUT' } };
     }
     const formatted = formatGraphqlError(json, error);
     // as over HTTP: hints only in development with introspection on
@@ -331,4 +339,19 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
     this.logger.debug('GraphQL WebSocket server closed');
   }
+}
+
+/** Apollo's code for a graphql-js request error that carries none of its own (ours keep theirs). */
+function withDefaultCode(error: GraphQLError, code: string): GraphQLError {
+  if (error.extensions.code !== undefined) {
+    return error;
+  }
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...error.extensions, code },
+  });
 }

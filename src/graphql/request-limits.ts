@@ -40,10 +40,9 @@ export function variablesViolation(
   return undefined;
 }
 
-/** The error for variables over the bounds: BAD_USER_INPUT (reason BAD_REQUEST: a malformed request). */
+/** The error for variables over the bounds: Apollo's BAD_REQUEST (a malformed request, like a body over them). */
 export function variablesTooLarge(reason: string): GraphQLError {
   return new GraphQLError(`Invalid variables: ${reason}`, {
-    // formatted as BAD_USER_INPUT with reason BAD_REQUEST, like Apollo's malformed-request errors
     extensions: { code: 'BAD_REQUEST' },
   });
 }

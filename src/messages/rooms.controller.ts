@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { withEtag } from '../common/etag.js';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
@@ -44,7 +45,7 @@ export class RoomsController {
   ) {
     const room = await this.rooms.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/rooms/${room.id}`);
-    return { data: toRestRoom(room) };
+    return withEtag(reply, toRestRoom(room));
   }
 
   @Get(':id')

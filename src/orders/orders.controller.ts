@@ -15,7 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
 import { CreateOrderBody, UpdateOrderBody } from './dto/order.inputs.js';
@@ -74,7 +74,7 @@ export class OrdersController {
       })),
     });
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/orders/${order.id}`);
-    return { data: toRestOrder(order) };
+    return withEtag(reply, toRestOrder(order));
   }
 
   @Get('orders/:id')
@@ -87,12 +87,12 @@ export class OrdersController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() body: UpdateOrderBody,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestOrder(
-        await this.orders.updateStatus(caller, id, body.status, ifMatch(ifMatchHeader)),
-      ),
-    };
+    return withEtag(
+      reply,
+      toRestOrder(await this.orders.updateStatus(caller, id, body.status, ifMatch(ifMatchHeader))),
+    );
   }
 }

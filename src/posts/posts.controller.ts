@@ -18,7 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
 import { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
@@ -66,7 +66,7 @@ export class PostsController {
   ) {
     const post = await this.posts.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/posts/${post.id}`);
-    return { data: toRestPost(post) };
+    return withEtag(reply, toRestPost(post));
   }
 
   @Get(':id')
@@ -79,11 +79,13 @@ export class PostsController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: ReplacePostInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))),
-    };
+    return withEtag(
+      reply,
+      toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))),
+    );
   }
 
   @Patch(':id')
@@ -91,9 +93,13 @@ export class PostsController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: PatchPostInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: toRestPost(await this.posts.update(caller, id, input, ifMatch(ifMatchHeader))) };
+    return withEtag(
+      reply,
+      toRestPost(await this.posts.update(caller, id, input, ifMatch(ifMatchHeader))),
+    );
   }
 
   @Delete(':id')

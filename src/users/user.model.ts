@@ -53,11 +53,18 @@ export class UserOrder {
   direction!: OrderDirection;
 }
 
-/** `Admin`: an administrator and what the role allows (the `admins` query, ADMIN only). */
-@ObjectType('Admin')
-export class AdminModel {
+/**
+ * `Admin`: an administrator and what the role allows (the `admins` query and `node(id:)`, ADMIN only).
+ * Its own `adm_` id (the ULID of its user's `usr_` id), so a client cache keyed by id never mixes an
+ * `Admin` with the `User` it describes; `user` links to that `User`.
+ */
+@ObjectType('Admin', { implements: () => [Node] })
+export class AdminModel implements Node {
   @Field(() => ID)
   id!: string;
+
+  /** The user's id (resolved into `user`). */
+  userId!: string;
 
   @Field()
   name!: string;

@@ -18,7 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
 import { BatchInput } from './dto/batch.input.js';
@@ -66,7 +66,7 @@ export class UsersController {
   ) {
     const user = await this.users.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
-    return { data: toRestUser(user, caller) };
+    return withEtag(reply, toRestUser(user, caller));
   }
 
   @Post('batch')
@@ -89,14 +89,11 @@ export class UsersController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: ReplaceUserInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestUser(
-        await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller)),
-        caller,
-      ),
-    };
+    const user = await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller));
+    return withEtag(reply, toRestUser(user, caller));
   }
 
   @Patch(':id')
@@ -104,14 +101,11 @@ export class UsersController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: PatchUserInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestUser(
-        await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller)),
-        caller,
-      ),
-    };
+    const user = await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller));
+    return withEtag(reply, toRestUser(user, caller));
   }
 
   @Delete(':id')

@@ -26,16 +26,9 @@ import { NodeRegistry } from '../graphql/node.js';
 import { CreateUserShortInput } from './dto/create-user-short.input.js';
 import { CreateUserInput, PatchUserInput } from './dto/user.inputs.js';
 import type { User } from './user.js';
-import {
-  ADMIN_PERMISSIONS,
-  AdminModel,
-  UserConnection,
-  UserModel,
-  UserOrder,
-  UserOrderField,
-} from './user.model.js';
+import { AdminModel, UserConnection, UserModel, UserOrder, UserOrderField } from './user.model.js';
 import { userLoader } from './users.loaders.js';
-import { canSeeEmail } from './users.mapper.js';
+import { canSeeEmail, toAdminModel } from './users.mapper.js';
 import { UsersService, type UserPageQuery } from './users.service.js';
 
 function orderValue(user: User, field: UserOrderField): string {
@@ -123,12 +116,7 @@ export class UsersResolver {
   @Directive('@auth(requires: ADMIN)')
   async admins(@Context() ctx: GqlContext): Promise<AdminModel[]> {
     const admins = await this.service.byRole(callerOf(ctx), Role.ADMIN);
-    return admins.map((u) => ({
-      id: u.id,
-      name: u.name,
-      email: u.email,
-      permissions: ADMIN_PERMISSIONS,
-    }));
+    return admins.map(toAdminModel);
   }
 
   @ResolveField('email')
