@@ -117,6 +117,48 @@ describe('OAuth access tokens and scopes', () => {
       );
     });
 
+    it('reads the @auth of each object type the selection reaches: fragments and node(id:) too', async () => {
+      const order = await user.client.post(`/api/v1/users/${user.id}/orders`, {
+        currency: 'EUR',
+        items: [{ sku: 'A', quantity: 1, unit_price_cents: 100 }],
+      });
+      expect(order.status).toBe(201);
+      const token = await tokenFor('users:read');
+      const viaFragment = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { user(id: $id) { ...F } } fragment F on User { orders { totalCount } }`,
+        { id: user.id },
+      );
+      expect(viaFragment.data?.user).toBeNull();
+      expect(viaFragment.errors?.[0]?.extensions).toMatchObject({
+        code: 'FORBIDDEN',
+        requiredScopes: expect.arrayContaining(['orders:read']),
+      });
+      // node(id:) needs the scope of the id's type, even when only the id is selected
+      const viaNode = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { node(id: $id) { id } }`,
+        {
+          id: order.body.data.id,
+        },
+      );
+      expect(viaNode.data?.node).toBeNull();
+      expect(viaNode.errors?.[0]?.extensions).toMatchObject({
+        code: 'FORBIDDEN',
+        requiredScopes: ['orders:read'],
+      });
+      const ownUser = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { node(id: $id) { ... on User { id } } }`,
+        { id: user.id },
+      );
+      expect(ownUser.errors).toBeUndefined();
+      expect(ownUser.data?.node).toEqual({ id: user.id });
+    });
+
     it('needs the write scope for a mutation', async () => {
       const readOnly = await gql(
         t.url,

@@ -36,7 +36,6 @@ function ifMatch(header: string | undefined): OrderPrecondition | undefined {
  */
 @ApiTags('orders')
 @Controller()
-@Authenticated({ role: Role.GUEST })
 export class OrdersController {
   constructor(
     private readonly orders: OrdersService,
@@ -44,6 +43,7 @@ export class OrdersController {
   ) {}
 
   @Get('users/:id/orders')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,
@@ -57,6 +57,7 @@ export class OrdersController {
   }
 
   @Post('users/:id/orders')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,
@@ -76,11 +77,13 @@ export class OrdersController {
   }
 
   @Get('orders/:id')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestOrder(await this.orders.get(caller, id)) };
   }
 
   @Patch('orders/:id')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
   async update(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,

@@ -36,7 +36,6 @@ function ifMatch(header: string | undefined): PostPrecondition | undefined {
 /** REST side of the posts resource: the same list, ETag, error and permission rules as users. */
 @ApiTags('posts')
 @Controller('posts')
-@Authenticated({ role: Role.GUEST })
 export class PostsController {
   constructor(
     private readonly posts: PostsService,
@@ -44,6 +43,7 @@ export class PostsController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -56,7 +56,7 @@ export class PostsController {
   }
 
   @Post()
-  @Authenticated({ role: Role.USER })
+  @Authenticated({ role: Role.USER, scopes: ['posts:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreatePostInput,
@@ -68,11 +68,13 @@ export class PostsController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestPost(await this.posts.get(caller, id)) };
   }
 
   @Put(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   async replace(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -85,6 +87,7 @@ export class PostsController {
   }
 
   @Patch(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   async patch(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -95,6 +98,7 @@ export class PostsController {
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   @HttpCode(204)
   async remove(
     @CurrentCaller() caller: Caller,

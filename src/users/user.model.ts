@@ -6,6 +6,7 @@ import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
 /** GraphQL `User` (the service's `User` value is resolved into it; `age` comes from user-age.extension.ts). */
 @ObjectType('User', { implements: () => [Node] })
+@Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 30)')
 export class UserModel implements Node {
   @Field(() => ID)
@@ -32,6 +33,7 @@ export class UserModel implements Node {
 }
 
 @ObjectType('UserConnection')
+@Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 30)')
 export class UserConnection extends Connection(UserModel, 'User') {}
 
@@ -55,6 +57,7 @@ export class UserOrder {
 
 /** `Admin`: an administrator and what the role allows (the `admins` query, ADMIN only). */
 @ObjectType('Admin')
+@Directive('@auth(scopes: ["users:read"])')
 export class AdminModel {
   @Field(() => ID)
   id!: string;

@@ -36,7 +36,6 @@ function ifMatch(header: string | undefined, caller: Caller): Precondition | und
 
 @ApiTags('users')
 @Controller('users')
-@Authenticated({ role: Role.GUEST })
 export class UsersController {
   constructor(
     private readonly users: UsersService,
@@ -44,6 +43,7 @@ export class UsersController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['users:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -56,7 +56,7 @@ export class UsersController {
   }
 
   @Post()
-  @Authenticated({ role: Role.ADMIN })
+  @Authenticated({ role: Role.ADMIN, scopes: ['users:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateUserInput,
@@ -68,6 +68,7 @@ export class UsersController {
   }
 
   @Post('batch')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(200)
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
     const results = await this.users.batch(caller, input.operations);
@@ -77,11 +78,13 @@ export class UsersController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestUser(await this.users.get(caller, id), caller) };
   }
 
   @Put(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   async replace(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -97,6 +100,7 @@ export class UsersController {
   }
 
   @Patch(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   async patch(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -112,6 +116,7 @@ export class UsersController {
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(204)
   async remove(
     @CurrentCaller() caller: Caller,
