@@ -10,6 +10,7 @@ import {
   authorizeUrl,
   Browser,
   exchangeCode,
+  followToPageOrApp,
   jwtParts,
   pkcePair,
   REDIRECT_URI,
@@ -39,14 +40,13 @@ describe('OAuth authorization server: protocol rules', () => {
   });
   afterAll(() => t?.close());
 
-  /** A full consent with offline_access (which OpenID Connect grants only with prompt=consent). */
+  /** Tokens with offline_access (no prompt=consent needed: see docs/oauth.md). */
   async function offlineTokens(client = partner) {
     const { redirect, verifier } = await authorize(t.url, {
       client,
       email: user.email,
       password: user.password,
       scope: OFFLINE,
-      prompt: 'consent',
     });
     const res = await exchangeCode(t.url, client, redirect.searchParams.get('code')!, verifier);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -300,6 +300,110 @@ describe('OAuth authorization server: protocol rules', () => {
     expect(res.body.refresh_token).toBeUndefined();
     const offline = await offlineTokens();
     expect(offline.refresh_token).toBeTruthy();
+  });
+
+  it('honours offline_access without prompt=consent: asked once on the consent page, then remembered', async () => {
+    const member = await createUser(t.url);
+    const browser = new Browser(t.url);
+    const first = await authorize(t.url, {
+      client: partner,
+      email: member.email,
+      password: member.password,
+      scope: OFFLINE,
+      browser,
+    });
+    const firstTokens = await exchangeCode(
+      t.url,
+      partner,
+      first.redirect.searchParams.get('code')!,
+      first.verifier,
+    );
+    expect(firstTokens.status).toBe(200);
+    expect(firstTokens.body.refresh_token).toBeTruthy();
+    const grants = await member.client.get('/api/v1/oauth/grants');
+    expect(grants.body.data[0].scopes).toContain('offline_access');
+
+    // the same request again, in the same browser: no page at all, and again a refresh token
+    const { verifier, challenge } = pkcePair();
+    const again = await browser.get(
+      authorizeUrl({
+        client_id: partner.client_id,
+        response_type: 'code',
+        redirect_uri: REDIRECT_URI,
+        scope: OFFLINE,
+        state: 's2',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      }),
+    );
+    const { res, url } = await followToPageOrApp(browser, again);
+    expect(res.status).toBe(303);
+    const code = new URL(url).searchParams.get('code');
+    expect(code, url).toBeTruthy();
+    const secondTokens = await exchangeCode(t.url, partner, code!, verifier);
+    expect(secondTokens.body.refresh_token).toBeTruthy();
+
+    // a request without offline_access still gets none, even though the grant has it
+    const plain = await authorize(t.url, {
+      client: partner,
+      email: member.email,
+      password: member.password,
+      scope: 'openid users:read',
+      browser,
+    });
+    const plainTokens = await exchangeCode(
+      t.url,
+      partner,
+      plain.redirect.searchParams.get('code')!,
+      plain.verifier,
+    );
+    expect(plainTokens.status).toBe(200);
+    expect(plainTokens.body.refresh_token).toBeUndefined();
+  });
+
+  it('asks for offline_access on the consent page, and prompt=none without that consent is consent_required', async () => {
+    const member = await createUser(t.url);
+    const first = await authorize(t.url, {
+      client: partner,
+      email: member.email,
+      password: member.password,
+      scope: 'openid users:read',
+    });
+    // signed in and consented to the other scopes: offline_access alone brings the consent page
+    const { challenge } = pkcePair();
+    const params = {
+      client_id: partner.client_id,
+      response_type: 'code',
+      redirect_uri: REDIRECT_URI,
+      scope: OFFLINE,
+      state: 's3',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    };
+    const silent = await followToPageOrApp(
+      first.browser,
+      await first.browser.get(authorizeUrl({ ...params, prompt: 'none' })),
+    );
+    expect(new URL(silent.url).searchParams.get('error')).toBe('consent_required');
+    const page = await followToPageOrApp(
+      first.browser,
+      await first.browser.get(authorizeUrl(params)),
+    );
+    expect(page.res.status).toBe(200);
+    expect(page.res.body).toContain('Keep this access when you are not using the app');
+  });
+
+  it('ignores offline_access for an app not registered for it: no refresh token', async () => {
+    const online = await registerClient(admin, { scopes: ['openid', 'users:read'] });
+    const { redirect, verifier } = await authorize(t.url, {
+      client: online,
+      email: user.email,
+      password: user.password,
+      scope: OFFLINE,
+    });
+    const res = await exchangeCode(t.url, online, redirect.searchParams.get('code')!, verifier);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.refresh_token).toBeUndefined();
   });
 
   it('rotates refresh tokens on every use; a reused one fails and revokes the grant', async () => {
