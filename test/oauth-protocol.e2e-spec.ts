@@ -243,6 +243,86 @@ describe('OAuth authorization server: protocol rules', () => {
     expect(wrongSecret.body.error).toBe('invalid_client');
   });
 
+  it('binds a code to its client and redirect URI, and a client to its secret (RFC 6749 4.1.3, 3.2.1)', async () => {
+    const other = await registerClient(admin, {
+      redirect_uris: [REDIRECT_URI, 'https://partner.example/other'],
+    });
+    const { redirect, verifier } = await authorize(t.url, {
+      client: partner,
+      email: user.email,
+      password: user.password,
+    });
+    const code = redirect.searchParams.get('code')!;
+    const form = {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    };
+    // redeemed by another client (with its own valid secret)
+    const foreign = await tokenRequest(t.url, other, form);
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error).toBe('invalid_grant');
+    // a confidential client that does not authenticate
+    const anonymous = await tokenRequest(t.url, { ...partner, client_secret: undefined }, form);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error).toBe('invalid_client');
+
+    const second = await authorize(t.url, {
+      client: other,
+      email: user.email,
+      password: user.password,
+    });
+    // another registered redirect URI than the one the code was issued for
+    const elsewhere = await tokenRequest(t.url, other, {
+      grant_type: 'authorization_code',
+      code: second.redirect.searchParams.get('code')!,
+      redirect_uri: 'https://partner.example/other',
+      code_verifier: second.verifier,
+    });
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body.error).toBe('invalid_grant');
+  });
+
+  it('refuses a scope the app is not registered for (invalid_scope) and a request_uri', async () => {
+    const { challenge } = pkcePair();
+    const base = {
+      client_id: partner.client_id,
+      response_type: 'code',
+      redirect_uri: REDIRECT_URI,
+      state: 's4',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    };
+    const scope = await authorizeStart({ ...base, scope: 'openid orders:write' });
+    expect(scope.status).toBe(303);
+    const s = new URL(scope.headers.get('location')!);
+    expect(s.origin + s.pathname).toBe(REDIRECT_URI);
+    expect(s.searchParams.get('error')).toBe('invalid_scope');
+    expect(s.searchParams.get('state')).toBe('s4');
+    expect(s.searchParams.get('iss')).toBe(`${PUBLIC_URL}/oauth`);
+
+    const byReference = await authorizeStart({
+      ...base,
+      scope: 'openid',
+      request_uri: 'https://partner.example/request.jwt',
+    });
+    const r = new URL(byReference.headers.get('location')!);
+    expect(r.searchParams.get('error')).toMatch(/^(request_uri_not_supported|invalid_request)$/);
+    expect(r.searchParams.get('code')).toBeNull();
+  });
+
+  it('refuses a refresh token presented by another client', async () => {
+    const tokens = await offlineTokens();
+    const other = await registerClient(admin);
+    const stolen = await tokenRequest(t.url, other, {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+    });
+    expect(stolen.status).toBe(400);
+    expect(stolen.body.error).toBe('invalid_grant');
+  });
+
   it('refuses a replayed code and revokes what the first redemption issued', async () => {
     const { redirect, verifier } = await authorize(t.url, {
       client: partner,
