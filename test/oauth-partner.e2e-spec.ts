@@ -29,17 +29,32 @@ describe('a partner app built with openid-client', () => {
     clientId = app.client_id;
     // the issuer (PUBLIC_URL) is not resolvable here: every request goes to the listening address
     const toListener: oidc.CustomFetch = (url, options) =>
-      fetch(url.replace(PUBLIC_URL, t.url), options as RequestInit);
+      fetch(url.replace(PUBLIC_URL, t.url), options);
     config = await oidc.discovery(
       new URL(`${PUBLIC_URL}/oauth`),
       app.client_id,
       undefined,
-      oidc.ClientSecretBasic(app.client_secret!),
+      oidc.ClientSecretBasic(app.client_secret),
       { execute: [oidc.allowInsecureRequests], [oidc.customFetch]: toListener },
     );
     config[oidc.customFetch] = toListener;
   });
   afterAll(() => t?.close());
+
+  /** The authorization URL a partner builds (PKCE S256, a fresh state), signed in and consented. */
+  async function authorizeAsPartner(scope: string) {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const authorizationUrl = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
+    const callback = await signInAndConsent(new Browser(t.url), authorizationUrl.href, user);
+    return { callback, verifier, state };
+  }
 
   it('authorizes with PKCE, calls REST, GraphQL and a subscription, refreshes and revokes', async () => {
     const metadata = config.serverMetadata();
@@ -47,16 +62,9 @@ describe('a partner app built with openid-client', () => {
     expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
     expect(metadata.authorization_response_iss_parameter_supported).toBe(true);
 
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const authorizationUrl = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid email offline_access users:read messages:read',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-    });
-    const callback = await signInAndConsent(new Browser(t.url), authorizationUrl.href, user);
+    const { callback, verifier, state } = await authorizeAsPartner(
+      'openid email offline_access users:read messages:read',
+    );
     expect(callback.origin + callback.pathname).toBe(REDIRECT_URI);
 
     const tokens = await oidc.authorizationCodeGrant(config, callback, {
@@ -132,15 +140,7 @@ describe('a partner app built with openid-client', () => {
   });
 
   it('rejects the callback when the state does not match (the library’s check)', async () => {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const authorizationUrl = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid users:read',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state: oidc.randomState(),
-    });
-    const callback = await signInAndConsent(new Browser(t.url), authorizationUrl.href, user);
+    const { callback, verifier } = await authorizeAsPartner('openid users:read');
     const refused = (await oidc
       .authorizationCodeGrant(config, callback, {
         pkceCodeVerifier: verifier,

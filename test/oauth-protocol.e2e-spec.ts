@@ -385,19 +385,18 @@ describe('OAuth authorization server: protocol rules', () => {
   it('honours offline_access without prompt=consent: asked once on the consent page, then remembered', async () => {
     const member = await createUser(t.url);
     const browser = new Browser(t.url);
-    const first = await authorize(t.url, {
-      client: partner,
-      email: member.email,
-      password: member.password,
-      scope: OFFLINE,
-      browser,
-    });
-    const firstTokens = await exchangeCode(
-      t.url,
-      partner,
-      first.redirect.searchParams.get('code')!,
-      first.verifier,
-    );
+    /** Authorizes `scope` for `member` in `browser` and exchanges the code. */
+    const tokensFor = async (scope: string) => {
+      const { redirect, verifier } = await authorize(t.url, {
+        client: partner,
+        email: member.email,
+        password: member.password,
+        scope,
+        browser,
+      });
+      return exchangeCode(t.url, partner, redirect.searchParams.get('code')!, verifier);
+    };
+    const firstTokens = await tokensFor(OFFLINE);
     expect(firstTokens.status).toBe(200);
     expect(firstTokens.body.refresh_token).toBeTruthy();
     const grants = await member.client.get('/api/v1/oauth/grants');
@@ -424,19 +423,7 @@ describe('OAuth authorization server: protocol rules', () => {
     expect(secondTokens.body.refresh_token).toBeTruthy();
 
     // a request without offline_access still gets none, even though the grant has it
-    const plain = await authorize(t.url, {
-      client: partner,
-      email: member.email,
-      password: member.password,
-      scope: 'openid users:read',
-      browser,
-    });
-    const plainTokens = await exchangeCode(
-      t.url,
-      partner,
-      plain.redirect.searchParams.get('code')!,
-      plain.verifier,
-    );
+    const plainTokens = await tokensFor('openid users:read');
     expect(plainTokens.status).toBe(200);
     expect(plainTokens.body.refresh_token).toBeUndefined();
   });

@@ -22,10 +22,7 @@ const OFFLINE_ACCESS = 'offline_access';
 
 /** The scope the request itself carried (query or form), before oidc-provider filtered it. */
 function rawScope(ctx: KoaContextWithOIDC): string {
-  const source =
-    ctx.method === 'POST'
-      ? (ctx.oidc.body as Record<string, unknown> | undefined)
-      : (ctx.query as Record<string, unknown>);
+  const source = ctx.method === 'POST' ? ctx.oidc.body : (ctx.query as Record<string, unknown>);
   const scope = source?.scope;
   return typeof scope === 'string' ? scope : '';
 }
