@@ -167,8 +167,8 @@ describe('GraphQL API (/graphql)', () => {
       );
       expect(directives.auth).toEqual({
         name: 'auth',
-        locations: ['FIELD_DEFINITION'],
-        args: [{ name: 'requires' }],
+        locations: ['FIELD_DEFINITION', 'OBJECT'],
+        args: [{ name: 'requires' }, { name: 'scopes' }],
       });
       expect(directives.cost.locations).toEqual(['FIELD_DEFINITION']);
       expect(directives.cacheControl.args.map((a: { name: string }) => a.name)).toEqual(
@@ -371,13 +371,17 @@ describe('GraphQL API (/graphql)', () => {
       expect(sdl, 'schema.graphql is stale: run npm run schema:print and commit it').toBe(
         `${live.trim()}\n`,
       );
-      expect(sdl).toMatch(/admins: \[Admin!\] @auth\(requires: ADMIN\)/);
-      expect(sdl).toMatch(/directive @auth\(requires: Role!\) on FIELD_DEFINITION/);
+      expect(sdl).toMatch(/admins: \[Admin!\] @auth\(requires: ADMIN, scopes: \["users:read"\]\)/);
+      expect(sdl).toMatch(
+        /directive @auth\(requires: Role, scopes: \[String!\]\) on FIELD_DEFINITION \| OBJECT/,
+      );
       expect(sdl).toMatch(
         /content: String! @cost\(complexity: 20\) @deprecated\(reason: "Use `body`\."\)/,
       );
       expect(sdl).toMatch(/@cost\(complexity: 10\)/);
-      expect(sdl).toMatch(/type User implements Node @cacheControl\(maxAge: 30\)/);
+      expect(sdl).toMatch(
+        /type User implements Node @auth\(scopes: \["users:read"\]\) @cacheControl\(maxAge: 30\)/,
+      );
     });
 
     it('shows an email only to its owner and to ADMINs (null for everyone else, without an error)', async () => {

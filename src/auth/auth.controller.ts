@@ -11,6 +11,7 @@ import { UsersService } from '../users/users.service.js';
 import { Authenticated, CurrentCaller, Public } from './auth.decorators.js';
 import type { Caller } from './caller.js';
 import { CredentialsService } from './credentials.service.js';
+import { Role } from './role.js';
 import { RefreshInput, TokenInput } from './dto/auth.inputs.js';
 import { SessionService } from './session.service.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
@@ -83,7 +84,7 @@ export class AuthController {
   }
 
   @Get('me')
-  @Authenticated()
+  @Authenticated({ role: Role.GUEST, scopes: [] })
   async me(@CurrentCaller() caller: Caller) {
     const user = await this.users.findById(caller.userId);
     if (!user) {

@@ -13,6 +13,7 @@ export enum OrderDirection {
 registerEnumType(OrderDirection, { name: 'OrderDirection' });
 
 @ObjectType('PageInfo')
+@Directive('@auth(scopes: [])')
 @Directive('@cacheControl(inheritMaxAge: true)')
 export class PageInfo {
   @Field()
@@ -46,10 +47,13 @@ export interface ConnectionValue<T> {
  * Connection and edge types for a node type:
  *   @ObjectType('UserConnection') export class UserConnection extends Connection(User) {}
  * The edge type is named `<Node>Edge` and inherits the connection's cache hint; give the concrete
- * connection class its own `@Directive('@cacheControl(maxAge: N)')` (or `inheritMaxAge: true`).
+ * connection class its own `@Directive('@cacheControl(maxAge: N)')` (or `inheritMaxAge: true`) and
+ * its `@Directive('@auth(scopes: [...])')` (the edge needs no scope of its own: it is reached only
+ * through its connection, and its `node` is checked as the node type).
  */
 export function Connection<T>(nodeType: Type<T>, nodeName = nodeType.name) {
   @ObjectType(`${nodeName}Edge`)
+  @Directive('@auth(scopes: [])')
   @Directive('@cacheControl(inheritMaxAge: true)')
   class Edge {
     @Field()

@@ -16,7 +16,6 @@ import { Idempotent } from '../idempotency/idempotent.decorator.js';
 /** Rooms and their messages. GUESTs read; USER and ADMIN create rooms and send messages. */
 @ApiTags('rooms')
 @Controller('rooms')
-@Authenticated({ role: Role.GUEST })
 export class RoomsController {
   constructor(
     private readonly rooms: RoomsService,
@@ -25,6 +24,7 @@ export class RoomsController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -38,6 +38,7 @@ export class RoomsController {
 
   @Post()
   @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateRoomInput,
@@ -49,11 +50,13 @@ export class RoomsController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestRoom(await this.rooms.get(caller, id)) };
   }
 
   @Get(':id/messages')
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:read'] })
   async listMessages(
     @CurrentCaller() caller: Caller,
     @Param('id') roomId: string,
@@ -69,6 +72,7 @@ export class RoomsController {
   /** 201 with the message (messages have no URL of their own, hence no Location). */
   @Post(':id/messages')
   @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:write'] })
   async send(
     @CurrentCaller() caller: Caller,
     @Param('id') roomId: string,

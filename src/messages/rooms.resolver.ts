@@ -1,6 +1,7 @@
 import {
   Args,
   Context,
+  Directive,
   ID,
   Int,
   Mutation,
@@ -40,6 +41,7 @@ export class RoomsResolver {
   }
 
   @Query(() => RoomConnection, { name: 'rooms', description: 'Rooms, oldest first.' })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   async listRooms(
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, nullable: true }) first?: number,
@@ -55,6 +57,7 @@ export class RoomsResolver {
   }
 
   @Query(() => RoomModel, { nullable: true, description: 'A room by id (NOT_FOUND when unknown).' })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   room(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<Room> {
     return this.rooms.get(ctx.caller, id);
   }
@@ -62,6 +65,7 @@ export class RoomsResolver {
   @Mutation(() => RoomModel, {
     description: 'A new room (USER or ADMIN); CONFLICT when the name is taken.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:write"])')
   async createRoom(@Args('name') name: string, @Context() ctx: GqlContext): Promise<Room> {
     return this.rooms.create(ctx.caller, await validateInput(CreateRoomInput, { name }));
   }

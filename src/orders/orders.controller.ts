@@ -37,7 +37,6 @@ function ifMatch(header: string | undefined): OrderPrecondition | undefined {
  */
 @ApiTags('orders')
 @Controller()
-@Authenticated({ role: Role.GUEST })
 export class OrdersController {
   constructor(
     private readonly orders: OrdersService,
@@ -45,6 +44,7 @@ export class OrdersController {
   ) {}
 
   @Get('users/:id/orders')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,
@@ -59,6 +59,7 @@ export class OrdersController {
 
   @Post('users/:id/orders')
   @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Param('id') userId: string,
@@ -78,11 +79,13 @@ export class OrdersController {
   }
 
   @Get('orders/:id')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestOrder(await this.orders.get(caller, id)) };
   }
 
   @Patch('orders/:id')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
   async update(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,

@@ -37,7 +37,6 @@ function ifMatch(header: string | undefined): PostPrecondition | undefined {
 /** REST side of the posts resource: the same list, ETag, error and permission rules as users. */
 @ApiTags('posts')
 @Controller('posts')
-@Authenticated({ role: Role.GUEST })
 export class PostsController {
   constructor(
     private readonly posts: PostsService,
@@ -45,6 +44,7 @@ export class PostsController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -58,7 +58,7 @@ export class PostsController {
 
   @Post()
   @Idempotent()
-  @Authenticated({ role: Role.USER })
+  @Authenticated({ role: Role.USER, scopes: ['posts:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreatePostInput,
@@ -70,11 +70,13 @@ export class PostsController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestPost(await this.posts.get(caller, id)) };
   }
 
   @Put(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   async replace(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -89,6 +91,7 @@ export class PostsController {
   }
 
   @Patch(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   async patch(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -103,6 +106,7 @@ export class PostsController {
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   @HttpCode(204)
   async remove(
     @CurrentCaller() caller: Caller,

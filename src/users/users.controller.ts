@@ -37,7 +37,6 @@ function ifMatch(header: string | undefined, caller: Caller): Precondition | und
 
 @ApiTags('users')
 @Controller('users')
-@Authenticated({ role: Role.GUEST })
 export class UsersController {
   constructor(
     private readonly users: UsersService,
@@ -45,6 +44,7 @@ export class UsersController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['users:read'] })
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -58,7 +58,7 @@ export class UsersController {
 
   @Post()
   @Idempotent()
-  @Authenticated({ role: Role.ADMIN })
+  @Authenticated({ role: Role.ADMIN, scopes: ['users:write'] })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateUserInput,
@@ -71,6 +71,7 @@ export class UsersController {
 
   @Post('batch')
   @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(200)
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
     const results = await this.users.batch(caller, input.operations);
@@ -80,11 +81,13 @@ export class UsersController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:read'] })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: toRestUser(await this.users.get(caller, id), caller) };
   }
 
   @Put(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   async replace(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -97,6 +100,7 @@ export class UsersController {
   }
 
   @Patch(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   async patch(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
@@ -109,6 +113,7 @@ export class UsersController {
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(204)
   async remove(
     @CurrentCaller() caller: Caller,

@@ -58,12 +58,14 @@ export class UsersResolver {
   }
 
   @Query(() => UserModel, { nullable: true })
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   user(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<User> {
     return this.service.get(callerOf(ctx), id);
   }
 
   @Query(() => UserModel, { description: 'The caller.' })
   @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   me(@Context() ctx: GqlContext): Promise<User> {
     const caller = callerOf(ctx);
     return this.service.get(caller, caller.userId);
@@ -72,6 +74,7 @@ export class UsersResolver {
   @Query(() => UserConnection, {
     description: 'Users, paged with cursors (first/after forwards, last/before backwards).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   async users(
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, nullable: true, description: 'Default 20, at most 100.' })
@@ -113,7 +116,7 @@ export class UsersResolver {
   }
 
   @Query(() => [AdminModel], { nullable: true, description: 'Administrators (ADMIN only).' })
-  @Directive('@auth(requires: ADMIN)')
+  @Directive('@auth(requires: ADMIN, scopes: ["users:read"])')
   async admins(@Context() ctx: GqlContext): Promise<AdminModel[]> {
     const admins = await this.service.byRole(callerOf(ctx), Role.ADMIN);
     return admins.map(toAdminModel);
@@ -131,6 +134,7 @@ export class UsersResolver {
     description:
       'Either `input` or the short form `name` (+ optional `email`), never both (ADMIN only).',
   })
+  @Directive('@auth(requires: ADMIN, scopes: ["users:write"])')
   async createUser(
     @Context() ctx: GqlContext,
     @Args('input', { type: () => CreateUserInput, nullable: true }) input?: CreateUserInput | null,
@@ -157,6 +161,7 @@ export class UsersResolver {
     nullable: true,
     description: 'Either `name` or `input`, never both.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
   async updateUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -178,6 +183,7 @@ export class UsersResolver {
     description:
       'Soft delete. Returns the deleted user; null when it was already deleted (idempotent).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
   async deleteUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -188,6 +194,7 @@ export class UsersResolver {
   @Mutation(() => [UserModel], {
     description: 'Creates all users or none (at most 100; ADMIN only).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
   async bulkCreate(
     @Context() ctx: GqlContext,
     @Args('input', { type: () => [CreateUserInput] }) input: CreateUserInput[],

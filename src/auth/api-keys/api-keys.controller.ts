@@ -14,14 +14,14 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkHeader } from '../../common/list-query.js';
 import { PublicUrl } from '../../common/public-url.js';
-import { Authenticated, CurrentCaller } from '../auth.decorators.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
+import { Role } from '../role.js';
 import { CreateApiKeyInput } from './api-key.inputs.js';
 import { ApiKeysService } from './api-keys.service.js';
 
 @ApiTags('api-keys')
 @Controller('api-keys')
-@Authenticated()
 export class ApiKeysController {
   constructor(
     private readonly keys: ApiKeysService,
@@ -30,6 +30,7 @@ export class ApiKeysController {
 
   /** The secret (`key`) is in this response only. */
   @Post()
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateApiKeyInput,
@@ -41,6 +42,7 @@ export class ApiKeysController {
   }
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   async list(
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
@@ -53,11 +55,13 @@ export class ApiKeysController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
     return { data: await this.keys.get(caller, id) };
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @HttpCode(204)
   async revoke(@CurrentCaller() caller: Caller, @Param('id') id: string): Promise<void> {
     await this.keys.revoke(caller, id);

@@ -14,7 +14,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkHeader } from '../../common/list-query.js';
 import { PublicUrl } from '../../common/public-url.js';
-import { Authenticated, CurrentCaller } from '../auth.decorators.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { Role } from '../role.js';
 import { CreateOAuthClientInput } from './oauth-client.inputs.js';
@@ -23,7 +23,6 @@ import { OAuthClientsService } from './oauth-clients.service.js';
 /** Partner apps (OAuth clients): registered by an ADMIN (docs/oauth.md). */
 @ApiTags('oauth')
 @Controller('oauth/clients')
-@Authenticated({ role: Role.ADMIN })
 export class OAuthClientsController {
   constructor(
     private readonly clients: OAuthClientsService,
@@ -31,6 +30,7 @@ export class OAuthClientsController {
   ) {}
 
   @Post()
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({
     summary: 'Register a partner app (ADMIN)',
     description:
@@ -50,6 +50,7 @@ export class OAuthClientsController {
   }
 
   @Get()
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({ summary: 'List partner apps (ADMIN)' })
   async list(
     @CurrentCaller() caller: Caller,
@@ -63,12 +64,14 @@ export class OAuthClientsController {
   }
 
   @Get(':client_id')
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({ summary: 'One partner app (ADMIN)' })
   async get(@CurrentCaller() caller: Caller, @Param('client_id') clientId: string) {
     return { data: await this.clients.get(caller, clientId) };
   }
 
   @Delete(':client_id')
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @HttpCode(204)
   @ApiOperation({
     summary: 'Delete a partner app (ADMIN)',
