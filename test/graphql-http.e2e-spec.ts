@@ -160,7 +160,7 @@ describe('GraphQL over HTTP', () => {
     expect(res.body.data.__schema.queryType.name).toBe('Query');
     const built = buildClientSchema(res.body.data);
     expect(built.getType('User')).toBeDefined();
-    expect(built.getDirective('auth')?.locations).toEqual(['FIELD_DEFINITION']);
+    expect(built.getDirective('auth')?.locations).toEqual(['FIELD_DEFINITION', 'OBJECT']);
   });
 
   it('carries X-Request-Id on GraphQL responses too', async () => {
