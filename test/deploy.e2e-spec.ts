@@ -60,7 +60,7 @@ async function waitFor200(url: string, proc: Proc): Promise<void> {
       const res = await fetch(url).catch(() => undefined);
       expect(res?.status, `${proc.name} at ${url}:\n${proc.output().slice(-2000)}`).toBe(200);
     },
-    { timeout: 30_000, interval: 100 },
+    { timeout: 90_000, interval: 100 }, // a replica boots in seconds, on a loaded machine in a minute,
   );
 }
 
@@ -203,7 +203,7 @@ describe.skipIf(reason !== '')(
       );
       procs.push(nginx);
       await waitFor200(`${proxy}/health/live`, nginx);
-    }, 180_000);
+    }, 360_000);
 
     afterAll(async () => {
       for (const proc of procs.reverse()) {
