@@ -122,7 +122,7 @@ export class LazyRequestLogger {
 
   private write(level: LogLevel, args: unknown[]): void {
     if (this.real) {
-      (this.real[level] as (...a: unknown[]) => void)(...args);
+      (this.real[level])(...args);
       return;
     }
     if (!this.parent.isLevelEnabled(level)) {
@@ -130,10 +130,10 @@ export class LazyRequestLogger {
     }
     const [first, ...rest] = args;
     if (isPlainObject(first)) {
-      (this.parent[level] as (...a: unknown[]) => void)({ ...this.bindingsOf, ...first }, ...rest);
+      (this.parent[level])({ ...this.bindingsOf, ...first }, ...rest);
       return;
     }
-    (this.materialize()[level] as (...a: unknown[]) => void)(...args);
+    (this.materialize()[level])(...args);
   }
 
   get level(): string {
@@ -193,7 +193,7 @@ export function requestChildLogger(
   if (options.level !== undefined || options.serializers !== undefined) {
     return logger.child(bindings, options);
   }
-  return new LazyRequestLogger(logger as Logger, bindings) as unknown as FastifyBaseLogger;
+  return new LazyRequestLogger(logger as Logger, bindings);
 }
 
 const PEER = Symbol('peer');
