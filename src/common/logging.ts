@@ -122,7 +122,7 @@ export class LazyRequestLogger {
 
   private write(level: LogLevel, args: unknown[]): void {
     if (this.real) {
-      (this.real[level])(...args);
+      Reflect.apply(this.real[level], this.real, args);
       return;
     }
     if (!this.parent.isLevelEnabled(level)) {
@@ -130,10 +130,11 @@ export class LazyRequestLogger {
     }
     const [first, ...rest] = args;
     if (isPlainObject(first)) {
-      (this.parent[level])({ ...this.bindingsOf, ...first }, ...rest);
+      Reflect.apply(this.parent[level], this.parent, [{ ...this.bindingsOf, ...first }, ...rest]);
       return;
     }
-    (this.materialize()[level])(...args);
+    const child = this.materialize();
+    Reflect.apply(child[level], child, args);
   }
 
   get level(): string {
