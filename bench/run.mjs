@@ -342,6 +342,8 @@ async function main() {
   // scenario alike; the fan-out scenario runs once, after them.
   const measured = new Map();
   for (let round = 0; round < settings.rounds; round++) {
+    let roundBase;
+    const roundRows = new Map();
     for (const scenario of scenarios) {
       if (scenario.target === 'fanout') {
         continue;
@@ -353,11 +355,25 @@ async function main() {
         await load(scenario, settings.warmup);
       }
       const row = await measure(scenario);
+      if (scenario.baseline) {
+        roundBase = row;
+      }
+      // this round's CPU per request over the bare handler's in the same round: a busy moment of a
+      // shared machine inflates both, so the ratio of one round holds where the absolutes swing
+      row.cpuRatio =
+        roundBase?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0
+          ? row.cpuUsPerReq / roundBase.cpuUsPerReq
+          : undefined;
+      roundRows.set(scenario.name, row);
+      const ours = roundRows.get(scenario.name.replace(/ @compare$/, ''));
+      if (scenario.name.endsWith(' @compare') && ours?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0) {
+        ours.cpuVsCompare = ours.cpuUsPerReq / row.cpuUsPerReq; // this round, same conditions
+      }
       measured.set(scenario.name, [...(measured.get(scenario.name) ?? []), row]);
       console.log(
         `  ${settings.rounds > 1 ? `round ${round + 1}: ` : ''}${row.scenario}: ` +
           `${fmt(row.reqPerSec, 0)} req/s, p99 ${fmt(row.p99Ms, 0)} ms, ` +
-          `CPU ${fmt(row.cpuUsPerReq, 1)} µs/request, non-2xx ${row.non2xx}, errors ${row.errors}`,
+          `CPU ${fmt(row.cpuUsPerReq, 1)} µs/request (${fmt(row.cpuRatio, 2)}x bare), non-2xx ${row.non2xx}, errors ${row.errors}`,
       );
     }
   }
@@ -374,13 +390,17 @@ async function main() {
   for (const r of results) {
     // fan-out counts delivered events, not requests: no ratio to the bare server
     r.ratio = base && base.reqPerSec > 0 && !r.fanout ? r.reqPerSec / base.reqPerSec : null;
-    // server CPU per request against the bare handler's: the figure to compare across runs
-    r.cpuRatio =
-      base?.cpuUsPerReq > 0 && r.cpuUsPerReq > 0 && !r.fanout
-        ? r.cpuUsPerReq / base.cpuUsPerReq
-        : null;
+    // server CPU per request against the bare handler's (median of the rounds' ratios): the
+    // figure to compare across runs
+    r.cpuRatio = typeof r.cpuRatio === 'number' && !r.fanout ? r.cpuRatio : null;
   }
   printTable(results);
+  for (const r of results.filter((row) => typeof row.cpuVsCompare === 'number')) {
+    console.log(
+      `${r.scenario}: server CPU per request ${fmt((r.cpuVsCompare - 1) * 100, 1)}% against ` +
+        `--compare (median of ${settings.rounds} rounds' ratios)`,
+    );
+  }
   const on = results.find((r) => r.scenario === 'rest-get-user-limiter-on');
   const off = results.find((r) => r.scenario === 'rest-get-user-limiter-off');
   if (on?.reqPerSec > 0 && off?.reqPerSec > 0) {
@@ -551,6 +571,8 @@ function medianRow(rows) {
     p50Ms: median('p50Ms'),
     p99Ms: median('p99Ms'),
     cpuUsPerReq: median('cpuUsPerReq'),
+    cpuRatio: median('cpuRatio'),
+    cpuVsCompare: median('cpuVsCompare'),
     cpuRounds: rows.map((r) => r.cpuUsPerReq),
     total: sum('total'),
     non2xx: sum('non2xx'),
