@@ -160,7 +160,7 @@ describe('mapConnection', () => {
       { cursor: 'c-id1-1', node: { n: 1 } },
       { cursor: 'c-id2-2', node: { n: 2 } },
     ]);
-    expect(c.edges[0]!.node).toBe(c.nodes[0]);
+    expect(c.edges[0].node).toBe(c.nodes[0]);
     expect(c.pageInfo).toMatchObject({ hasNextPage: true, startCursor: 'c-id1-1' });
     expect(await c.totalCount).toBe(1);
   });

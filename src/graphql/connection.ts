@@ -252,7 +252,7 @@ export function mapConnection<T, U>(
   let edges: { cursor: string; node: U }[] | undefined;
   return {
     get edges() {
-      return (edges ??= connection.edges.map((e, i) => ({ cursor: e.cursor, node: nodes[i]! })));
+      return (edges ??= connection.edges.map((e, i) => ({ cursor: e.cursor, node: nodes[i] })));
     },
     nodes,
     pageInfo: connection.pageInfo,
