@@ -17,9 +17,14 @@ import {
   registerHttpHooks,
   rewriteUrl,
 } from './common/http-hooks.js';
-import { corsOptionsDelegate } from './common/cors.js';
+import { corsOptionsDelegate, skipCorsWithoutOrigin } from './common/cors.js';
 import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
-import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
+import {
+  createRootLogger,
+  PinoLoggerService,
+  requestChildLogger,
+  RequestLogController,
+} from './common/logging.js';
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
 import { ShutdownState } from './common/shutdown.js';
 import { validationPipe } from './common/validation.js';
@@ -71,6 +76,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     loggerInstance: logger,
     logController: new RequestLogController({ requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: requestChildLogger,
     bodyLimit: BODY_LIMIT,
     genReqId,
     requestIdHeader: false,
@@ -196,6 +202,11 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // SIGTERM/SIGINT are handled by main.ts (src/common/shutdown.ts): drain, close, exit within the grace
   const shutdown = app.get(ShutdownState);
   httpHooks.draining = () => shutdown.draining;
+  // @fastify/cors is registered as a plugin, loaded when Fastify gets ready (listen or inject)
+  fastify.addHook('onReady', (done) => {
+    skipCorsWithoutOrigin(adapter);
+    done();
+  });
   await app.init();
   return app;
 }

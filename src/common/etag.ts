@@ -1,9 +1,12 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 
-/** Strong entity tag of a serialized body. */
+/**
+ * Strong entity tag of a serialized body: SHA-1, base64url. The one-shot `crypto.hash` gives the
+ * same digest as `createHash().update().digest()` at about half the CPU (no Hash object per call).
+ */
 export function etagOf(payload: string | Buffer): string {
-  return `"${createHash('sha1').update(payload).digest('base64url')}"`;
+  return `"${hash('sha1', payload, 'base64url')}"`;
 }
 
 function tags(header: string): string[] {

@@ -1,11 +1,21 @@
 import type { LoggerService } from '@nestjs/common';
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import { pino, type Logger } from 'pino';
+import {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { pino, type ChildLoggerOptions, type Logger } from 'pino';
 import type { AppConfig } from '../config/config.js';
+
+const API_KEY_PARAM = /api_key=/i;
 
 /** The URL as logged: an `api_key` in the query is a credential and never reaches the logs. */
 export function redactUrl(url: string | undefined): string | undefined {
-  return url?.replace(/([?&]api_key=)[^&]*/gi, '$1[redacted]');
+  if (url === undefined || !API_KEY_PARAM.test(url)) {
+    return url;
+  }
+  return url.replace(/([?&]api_key=)[^&]*/gi, '$1[redacted]');
 }
 
 /**
@@ -77,6 +87,116 @@ export function createRootLogger(config: AppConfig): Logger {
   );
 }
 
+type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+type Bindings = Record<string, unknown>;
+
+/** A plain object (not an Error, array or class instance): safe to merge with bindings. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') {
+    return false;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * `request.log`: the request's child logger (its `request_id` binding), made only when something
+ * needs one. Fastify makes a pino child per request, and pino serializes and redacts the bindings of
+ * each (~3 % of a REST GET's CPU, docs/performance.md), whether a line is written or not. Here a
+ * line whose first argument is a plain object (the request line, `{ err }` lines) goes to the parent
+ * with the bindings merged in front: pino writes the same JSON a child would (bindings, then the
+ * object's members). Anything else (a message first, an Error first, `child()`, a level change)
+ * makes the real child once and uses it from then on.
+ */
+export class LazyRequestLogger {
+  private real: Logger | undefined;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindingsOf: Bindings,
+  ) {}
+
+  private materialize(): Logger {
+    return (this.real ??= this.parent.child(this.bindingsOf));
+  }
+
+  private write(level: LogLevel, args: unknown[]): void {
+    if (this.real) {
+      Reflect.apply(this.real[level], this.real, args);
+      return;
+    }
+    if (!this.parent.isLevelEnabled(level)) {
+      return;
+    }
+    const [first, ...rest] = args;
+    if (isPlainObject(first)) {
+      Reflect.apply(this.parent[level], this.parent, [{ ...this.bindingsOf, ...first }, ...rest]);
+      return;
+    }
+    const child = this.materialize();
+    Reflect.apply(child[level], child, args);
+  }
+
+  get level(): string {
+    return (this.real ?? this.parent).level;
+  }
+  set level(level: string) {
+    this.materialize().level = level;
+  }
+  get levels(): Logger['levels'] {
+    return (this.real ?? this.parent).levels;
+  }
+  isLevelEnabled(level: string): boolean {
+    return (this.real ?? this.parent).isLevelEnabled(level);
+  }
+  bindings(): Bindings {
+    return this.materialize().bindings();
+  }
+  setBindings(bindings: Bindings): void {
+    this.materialize().setBindings(bindings);
+  }
+  flush(cb?: (err?: Error) => void): void {
+    this.parent.flush(cb);
+  }
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
+  child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
+    return this.materialize().child(bindings, options);
+  }
+}
+
+/**
+ * Fastify's `childLoggerFactory`: a {@link LazyRequestLogger} per request, or pino's own child when
+ * the route sets a log level or serializers of its own.
+ */
+export function requestChildLogger(
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
+  if (options.level !== undefined || options.serializers !== undefined) {
+    return logger.child(bindings, options);
+  }
+  return new LazyRequestLogger(logger as Logger, bindings);
+}
+
 const PEER = Symbol('peer');
 
 /** One line per request, when it completes (Fastify's default also logs a line when it starts). */
@@ -93,6 +213,10 @@ export class RequestLogController extends LogController {
     reply: FastifyReply,
   ): void {
     if (request.url.startsWith('/health/')) {
+      return;
+    }
+    // below the configured level nothing is written: build nothing either
+    if (!(reply.log as Logger).isLevelEnabled(error ? 'error' : 'info')) {
       return;
     }
     const line = {

@@ -14,6 +14,7 @@ import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
 import {
   connectionFromRows,
+  mapConnection,
   encodeCursor,
   pageWindow,
   type ConnectionValue,
@@ -103,10 +104,6 @@ export class RoomsResolver {
         existsBeyond: async () => window.after !== undefined,
       },
     );
-    return {
-      ...connection,
-      edges: connection.edges.map((e) => ({ cursor: e.cursor, node: e.node.message })),
-      nodes: connection.nodes.map((n) => n.message),
-    };
+    return mapConnection(connection, (n) => n.message);
   }
 }
