@@ -4,6 +4,7 @@ import { RequestMethod } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { GraphQLError } from 'graphql';
+import type { DestinationStream } from 'pino';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { describeOAuthInOpenApi } from './auth/oauth/oauth-openapi.js';
@@ -57,9 +58,17 @@ function graphqlRequestError(message: string): string {
   return JSON.stringify({ errors: [formatGraphqlError(error.toJSON(), error)] });
 }
 
+/** Options of an embedding (tests): where the JSON log lines go (default: stdout, buffered). */
+export interface CreateAppOptions {
+  logDestination?: DestinationStream;
+}
+
 /** Builds the whole application (not listening): used by main.ts and by every test. */
-export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
-  const logger = createRootLogger(config);
+export async function createApp(
+  config: AppConfig,
+  options: CreateAppOptions = {},
+): Promise<NestFastifyApplication> {
+  const logger = createRootLogger(config, options.logDestination);
   const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
   const limits = config.http;
   const adapter = new FastifyAdapter({

@@ -38,7 +38,7 @@ export class AuthController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const answer = await this.door.checkPassword(input.email, input.password, req.ip);
+    const answer = await this.door.checkPassword(input.email, input.password, req.ip, req.id);
     if (answer.kind === 'throttled') {
       throw refuseWith(reply, answer.throttle.limit, answer.throttle, TOO_MANY_FAILURES);
     }
@@ -61,10 +61,13 @@ export class AuthController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     try {
-      return await this.sessions.refresh(input.refresh_token);
+      return await this.sessions.refresh(input.refresh_token, {
+        address: req.ip,
+        requestId: req.id,
+      });
     } catch (err) {
       if (err instanceof DomainError && err.code === 'unauthorized') {
-        const answer = await this.door.failed(req.ip);
+        const answer = await this.door.failed(req.ip, 'refresh-token', req.id);
         if (answer.kind === 'throttled') {
           throw refuseWith(reply, answer.throttle.limit, answer.throttle, TOO_MANY_FAILURES);
         }

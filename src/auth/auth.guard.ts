@@ -29,6 +29,7 @@ export function restCarrier(req: FastifyRequest): CredentialCarrier {
     apiKey: single(req.headers['x-api-key']),
     queryApiKey: typeof queryKey === 'string' ? queryKey : undefined,
     address: req.ip,
+    requestId: req.id,
   };
 }
 

@@ -5,7 +5,8 @@ import {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { pino, type ChildLoggerOptions, type Logger } from 'pino';
+import { pino, type ChildLoggerOptions, type DestinationStream, type Logger } from 'pino';
+import type { MaybeCaller } from '../auth/caller.js';
 import type { AppConfig } from '../config/config.js';
 
 const API_KEY_PARAM = /api_key=/i;
@@ -62,7 +63,7 @@ export function serializeError(err: unknown): unknown {
  * request, which measured ~95 µs of CPU per request here, more than the whole bare Fastify handler
  * (docs/performance.md). Fastify's own request logger does the same job for a few µs.
  */
-export function createRootLogger(config: AppConfig): Logger {
+export function createRootLogger(config: AppConfig, destination?: DestinationStream): Logger {
   return pino(
     {
       level: config.logLevel,
@@ -83,7 +84,7 @@ export function createRootLogger(config: AppConfig): Logger {
       serializers: { err: serializeError },
       // buffered, asynchronous writes: a synchronous write per line cost ~50 µs per request
     },
-    pino.destination({ dest: 1, sync: false }),
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }
 
@@ -199,12 +200,55 @@ export function requestChildLogger(
 
 const PEER = Symbol('peer');
 
+/** Longest GraphQL operation name written to a log line (names are client-chosen). */
+const MAX_LOGGED_NAME = 100;
+
+/**
+ * What the request line says about a request beyond method, URL and status: its caller (set by the
+ * auth guard for REST, by the GraphQL context factory for /graphql) and, for GraphQL, the operation.
+ */
+interface LoggedRequest {
+  caller?: MaybeCaller;
+  [PEER]?: string;
+  operationName?: string;
+  operationType?: string;
+}
+
+/** Notes the GraphQL operation a request ran, for its log line. */
+export function noteOperation(request: FastifyRequest, name: string, type: string): void {
+  const logged = request as FastifyRequest & LoggedRequest;
+  logged.operationName = name.length > MAX_LOGGED_NAME ? name.slice(0, MAX_LOGGED_NAME) : name;
+  logged.operationType = type;
+}
+
+/**
+ * Who called, as log fields: the user, the API key's id, the OAuth client's id, and the kind of
+ * credential. Ids only: never a secret, a token or a key.
+ */
+export interface CallerFields {
+  user_id?: string;
+  key_id?: string;
+  client_id?: string;
+  auth?: string;
+}
+
+export function callerFields(caller: MaybeCaller): CallerFields {
+  return caller
+    ? {
+        user_id: caller.userId,
+        key_id: caller.keyId,
+        client_id: caller.clientId,
+        auth: caller.method,
+      }
+    : {};
+}
+
 /** One line per request, when it completes (Fastify's default also logs a line when it starts). */
 export class RequestLogController extends LogController {
   /** The completion line carries everything; only the peer address is noted now (by the time the
    * response is written a closed socket no longer knows it). */
   override incomingRequest(request: FastifyRequest): void {
-    (request as FastifyRequest & { [PEER]?: string })[PEER] = request.ip;
+    (request as FastifyRequest & LoggedRequest)[PEER] = request.ip;
   }
 
   override requestCompleted(
@@ -215,21 +259,32 @@ export class RequestLogController extends LogController {
     if (request.url.startsWith('/health/')) {
       return;
     }
-    // below the configured level nothing is written: build nothing either
-    if (!(reply.log as Logger).isLevelEnabled(error ? 'error' : 'info')) {
+    // a refusal by a rate limit is a security event: visible at LOG_LEVEL=warn
+    const level = reply.statusCode === 429 ? 'warn' : error ? 'error' : 'info';
+    if (!(reply.log as Logger).isLevelEnabled(level)) {
       return;
     }
+    const logged = request as FastifyRequest & LoggedRequest;
+    const caller = logged.caller;
     const line = {
       // Fastify's `req` serializer reads method, url and ip (as remoteAddress) from this object
       req: {
         method: request.method,
         url: redactUrl(request.url),
-        ip: (request as FastifyRequest & { [PEER]?: string })[PEER],
+        ip: logged[PEER],
       },
       res: { statusCode: reply.statusCode },
       responseTime: reply.elapsedTime,
+      user_id: caller?.userId,
+      key_id: caller?.keyId,
+      client_id: caller?.clientId,
+      auth: caller?.method,
+      operation_name: logged.operationName,
+      operation_type: logged.operationType,
     };
-    if (error) {
+    if (level === 'warn') {
+      reply.log.warn({ ...line, event: 'rate_limited' }, 'request rate limited');
+    } else if (error) {
       reply.log.error({ ...line, err: error }, 'request errored');
     } else {
       reply.log.info(line, 'request completed');

@@ -17,6 +17,7 @@ import {
 import { formatGraphqlError } from './format-error.js';
 import { GraphqlCoreModule } from './graphql-core.module.js';
 import { cacheControlHeaderPlugin, operationPolicyPlugin } from './graphql.plugins.js';
+import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
@@ -87,7 +88,7 @@ export function apolloOptions(
       useFactory: apolloOptions,
     }),
   ],
-  providers: [NodeResolver, GraphqlWsServer],
+  providers: [NodeResolver, GraphqlWsServer, GraphqlTelemetryPlugin],
 })
 export class GraphqlApiModule implements OnModuleInit {
   constructor(

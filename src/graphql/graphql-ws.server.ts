@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
+import type { FastifyInstance } from 'fastify';
 import {
   createSourceEventStream,
   execute,
@@ -24,7 +25,7 @@ import {
   type GraphQLFormattedError,
   type ValidationRule,
 } from 'graphql';
-import type { Disposable } from 'graphql-ws';
+import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../common/cors.js';
@@ -32,6 +33,7 @@ import { ShutdownState } from '../common/shutdown.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { CredentialsService } from '../auth/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import {
   CLOSE_TOO_MANY_CONNECTIONS,
   SocketLimitsService,
@@ -48,10 +50,16 @@ import { authenticationRequired, isIntrospectionOnly } from './operation-rules.j
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
+import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
 export const WS_MAX_PAYLOAD = 64 * 1024;
+/** What this server keeps on graphql-ws's per-socket `extra`. */
+type SocketState = SocketTelemetry & {
+  caller?: MaybeCaller;
+  rights?: SocketCaller;
+};
 
 function credentialsLapsed(): GraphQLError {
   return new GraphQLError('Credentials no longer valid', {
@@ -80,6 +88,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly documents = new Map<string, DocumentNode | readonly GraphQLError[]>();
   /** The socket an operation's context belongs to (for per-event charges). */
   private readonly socketOf = new WeakMap<object, SocketRef>();
+  /** The operation an operation's context belongs to (metrics of the subscribe step). */
+  private readonly operationOf = new WeakMap<object, WsOperation>();
+  private readonly telemetry: WsTelemetry;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -89,7 +100,14 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly limits: SocketLimitsService,
     private readonly door: CredentialsService,
     private readonly shutdown: ShutdownState,
-  ) {}
+    private readonly metrics: MetricsService,
+  ) {
+    this.telemetry = new WsTelemetry(
+      metrics,
+      () => adapterHost.httpAdapter.getInstance<FastifyInstance>().log,
+      (request) => limits.clientAddress(request),
+    );
+  }
 
   onApplicationBootstrap(): void {
     const schema = this.schemaHost.schema;
@@ -99,15 +117,14 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       ...(this.config.graphqlIntrospection ? [] : [NoSchemaIntrospectionCustomRule]),
     ];
     this.wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD });
-    this.disposable = useServer<
-      Record<string, unknown>,
-      { caller?: MaybeCaller; rights?: SocketCaller }
-    >(
+    this.metrics.setSocketCounter(() => this.wss?.clients.size ?? 0);
+    this.disposable = useServer<Record<string, unknown>, SocketState>(
       {
         schema,
         onConnect: async (ctx) => {
           // the credential door, as for HTTP: invalid -> 4403; refused by a credential bucket -> 4429
           const address = this.limits.clientAddress(ctx.extra.request);
+          this.telemetry.log(ctx.extra);
           const answer = await this.contexts.fromConnectionParams(ctx.connectionParams, address);
           if (answer.kind === 'throttled') {
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many failed credential checks');
@@ -118,6 +135,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           }
           const caller = answer.kind === 'caller' ? answer.caller : undefined;
           ctx.extra.caller = caller;
+          this.telemetry.identified(ctx.extra, caller);
           const identity = this.limits.identityOf(caller, address);
           if (!this.limits.acquireConnection(ctx, identity)) {
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many connections');
@@ -133,83 +151,33 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
               this.config.wsRecheckIntervalS * 1000,
             );
           }
+          this.telemetry.connected(ctx.extra);
           return true;
         },
-        onClose: (ctx) => {
+        onClose: (ctx, code, reason) => {
           ctx.extra.rights?.dispose();
           this.limits.releaseConnection(ctx);
+          // operations still being set up end by themselves (refused, or completed by graphql-ws)
+          this.telemetry.closed(ctx.extra, code, reason);
         },
-        onSubscribe: async (
-          ctx,
-          _id,
-          payload,
-        ): Promise<ExecutionArgs | readonly GraphQLError[]> => {
-          if (!this.limits.operationAllowed(ctx)) {
-            return [this.limits.tooManyOperationsError()];
+        onComplete: (ctx, id) => this.telemetry.completed(ctx.extra, id),
+        onSubscribe: async (ctx, id, payload) => {
+          const op = this.telemetry.started(ctx.extra, id);
+          const answer = await this.prepare(ctx, payload, op);
+          if (Array.isArray(answer)) {
+            this.telemetry.refused(ctx.extra, op, answer);
+          } else {
+            this.telemetry.accepted(ctx.extra, op);
           }
-          const tooLarge = variablesViolation(payload.variables);
-          if (tooLarge) {
-            return [variablesTooLarge(tooLarge)];
-          }
-          // every operation runs with the caller's current rights (the look-ups a REST request makes)
-          const rights = ctx.extra.rights;
-          const caller = rights ? await rights.current() : undefined;
-          if (rights && !caller) {
-            return [credentialsLapsed()]; // and the socket is closed with 4403
-          }
-          ctx.extra.caller = caller;
-          const document = this.parseAndValidate(payload.query);
-          if (!('kind' in document)) {
-            return document;
-          }
-          const operation = getOperationAST(document, payload.operationName);
-          if (!operation) {
-            return [
-              new GraphQLError('Could not determine which operation to run (operationName)', {
-                extensions: { code: 'OPERATION_RESOLUTION_FAILURE' },
-              }),
-            ];
-          }
-          if (!caller && !isIntrospectionOnly(document, operation)) {
-            return [authenticationRequired()];
-          }
-          let requested: number;
-          try {
-            requested = operationCost(
-              schema,
-              document,
-              payload.variables ?? undefined,
-              payload.operationName,
-            );
-          } catch (err) {
-            return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
-          }
-          const limit =
-            operation.operation === OperationTypeNode.SUBSCRIPTION
-              ? MAX_SUBSCRIPTION_COST
-              : MAX_QUERY_COST;
-          if (requested > limit) {
-            return [tooComplex(requested, limit)];
-          }
-          // a request from the identity's request bucket and the cost from its budget, as over HTTP
-          const refused = await this.limits.chargeOperation(ctx, requested);
-          if (refused) {
-            return [refused];
-          }
-          const contextValue = this.contexts.forSocket(caller, ctx.connectionParams, rights);
-          contextValue.cost = { requested, limit };
-          this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
-          return {
-            schema,
-            document,
-            operationName: payload.operationName,
-            variableValues: payload.variables,
-            contextValue,
-          };
+          return answer;
         },
         subscribe: (args) => this.subscribeCharged(args),
-        onError: (_ctx, _id, _payload, errors) => errors.map((e) => this.format(e)),
-        onNext: (_ctx, _id, _payload, args, result) => {
+        onError: (ctx, id, _payload, errors) => {
+          this.telemetry.failed(ctx.extra, id, errors);
+          return errors.map((e) => this.format(e));
+        },
+        onNext: (ctx, id, _payload, args, result) => {
+          this.telemetry.next(ctx.extra, id, result);
           // queries and mutations: the response cap of HTTP (events are capped in subscribeCharged)
           const single =
             getOperationAST(args.document, args.operationName)?.operation !==
@@ -228,6 +196,82 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   /**
+   * The checks of one `subscribe` message (rights, document, authentication, cost, rate limits):
+   * the execution arguments, or the errors to send. Notes the operation's name, type and cost on `op`.
+   */
+  private async prepare(
+    ctx: Context<Record<string, unknown>, SocketState>,
+    payload: SubscribePayload,
+    op: WsOperation,
+  ): Promise<ExecutionArgs | readonly GraphQLError[]> {
+    const schema = this.schemaHost.schema;
+    if (!this.limits.operationAllowed(ctx)) {
+      return [this.limits.tooManyOperationsError()];
+    }
+    const tooLarge = variablesViolation(payload.variables);
+    if (tooLarge) {
+      return [variablesTooLarge(tooLarge)];
+    }
+    // every operation runs with the caller's current rights (the look-ups a REST request makes)
+    const rights = ctx.extra.rights;
+    const caller = rights ? await rights.current() : undefined;
+    if (rights && !caller) {
+      return [credentialsLapsed()]; // and the socket is closed with 4403
+    }
+    ctx.extra.caller = caller;
+    const document = this.parseAndValidate(payload.query);
+    if (!('kind' in document)) {
+      return document;
+    }
+    const operation = getOperationAST(document, payload.operationName);
+    if (!operation) {
+      return [
+        new GraphQLError('Could not determine which operation to run (operationName)', {
+          extensions: { code: 'OPERATION_RESOLUTION_FAILURE' },
+        }),
+      ];
+    }
+    if (!caller && !isIntrospectionOnly(document, operation)) {
+      return [authenticationRequired()];
+    }
+    let requested: number;
+    try {
+      requested = operationCost(
+        schema,
+        document,
+        payload.variables ?? undefined,
+        payload.operationName,
+      );
+    } catch (err) {
+      return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
+    }
+    this.telemetry.resolved(op, operation, requested);
+    const limit =
+      operation.operation === OperationTypeNode.SUBSCRIPTION
+        ? MAX_SUBSCRIPTION_COST
+        : MAX_QUERY_COST;
+    if (requested > limit) {
+      return [tooComplex(requested, limit)];
+    }
+    // a request from the identity's request bucket and the cost from its budget, as over HTTP
+    const refused = await this.limits.chargeOperation(ctx, requested);
+    if (refused) {
+      return [refused];
+    }
+    const contextValue = this.contexts.forSocket(caller, ctx.connectionParams, rights);
+    contextValue.cost = { requested, limit };
+    this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
+    this.operationOf.set(contextValue, op);
+    return {
+      schema,
+      document,
+      operationName: payload.operationName,
+      variableValues: payload.variables,
+      contextValue,
+    };
+  }
+
+  /**
    * graphql-js `subscribe`, with each event run under the subscriber's current rights and charged
    * before its selection runs: the operation's cost
    * is spent from the identity's budget again for every event (a subscription re-executes its
@@ -238,6 +282,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     args: ExecutionArgs,
   ): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
     const source = await createSourceEventStream(args);
+    const op = this.operationOf.get(args.contextValue as object);
+    if (op) {
+      this.telemetry.subscribed(op, isAsyncIterable(source));
+    }
     if (!isAsyncIterable(source)) {
       return source;
     }
