@@ -16,6 +16,13 @@ import {
   type World,
 } from './helpers/fuzz.js';
 import { restCaseArb, restRequest, restRoutes, type Route } from './helpers/fuzz-rest.js';
+import {
+  graphqlCaseArb,
+  graphqlRequest,
+  graphqlTargets,
+  type GraphqlCase,
+} from './helpers/fuzz-graphql.js';
+import { GraphQLSchemaHost } from '@nestjs/graphql';
 
 // Property-based fuzzing of the running app (docs/limits.md, "Fuzzing"): every route of the served
 // OpenAPI document and GraphQL operations built from the schema, with bodies, query parameters, ids
@@ -127,5 +134,85 @@ describe('fuzz', () => {
     },
     settings.long ? 24 * 3600_000 : 60_000,
   );
-  void graphqlErrorsProblem;
+
+  it(
+    'GraphQL: every root field with fuzzed variables, broken documents and requests answers no 5xx and no INTERNAL_SERVER_ERROR, documented errors only, and a refused operation changes nothing',
+    async () => {
+      const targets = graphqlTargets(t.app.get(GraphQLSchemaHost).schema);
+      expect(targets.map((x) => x.field.name)).toContain('updateUser');
+      const seen = new Map<string, number>();
+      const property = fc.asyncProperty(graphqlCaseArb(targets, world), async (c) => {
+        const req = graphqlRequest(c, world);
+        const res = await exchange(
+          req,
+          (r) => graphqlProblem(r),
+          (r) => graphqlRefused(c, r),
+        );
+        fc.pre(res !== undefined);
+        const outcome = `${res!.status}:${firstCode(res!.json) ?? 'data'}`;
+        seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
+        if (res!.status === 200) {
+          world.learn(res!.json);
+        }
+      });
+      const runs = await assertProperty('GraphQL', property, settings, CI_RUNS);
+      console.log(
+        `GraphQL fuzz: ${runs} runs, answers ${JSON.stringify(Object.fromEntries(seen))}`,
+      );
+      expect([...seen.keys()].some((s) => s.endsWith(':data'))).toBe(true);
+    },
+    settings.long ? 24 * 3600_000 : 60_000,
+  );
 });
+
+function firstCode(json: unknown): string | undefined {
+  const one = Array.isArray(json) ? json[0] : json;
+  return (one as { errors?: { extensions?: { code?: string } }[] } | undefined)?.errors?.[0]
+    ?.extensions?.code;
+}
+
+/** What is wrong with an answer of /graphql, if anything. */
+function graphqlProblem(res: Answer): string | undefined {
+  if (res.status >= 500) {
+    return `a ${res.status}`;
+  }
+  if (!res.headers.get('x-request-id')) {
+    return 'no X-Request-Id';
+  }
+  if (res.json === undefined) {
+    return `a body that is not JSON (${res.headers.get('content-type')})`;
+  }
+  const results = Array.isArray(res.json) ? res.json : [res.json];
+  if (res.status >= 400) {
+    // a GraphQL request error, or the REST envelope of a refusal before GraphQL (413, 415, bad JSON)
+    const asGraphql = results.every(
+      (r) => Array.isArray(r?.errors) && r.errors.length > 0 && !graphqlErrorsProblem(r),
+    );
+    const asRest = !restEnvelopeProblem(res.status, res.json);
+    if (!asGraphql && !asRest) {
+      return `a ${res.status} in neither the GraphQL error shape nor the REST envelope: ${
+        graphqlErrorsProblem(results[0]) ?? restEnvelopeProblem(res.status, res.json)
+      }`;
+    }
+    return undefined;
+  }
+  for (const r of results) {
+    const problem = graphqlErrorsProblem(r);
+    if (problem) {
+      return problem;
+    }
+  }
+  return undefined;
+}
+
+/** The operation was refused as a whole: an HTTP error, or errors and no root field with a value. */
+function graphqlRefused(c: GraphqlCase, res: Answer): boolean {
+  if (res.status >= 300) {
+    return true;
+  }
+  const results = (Array.isArray(res.json) ? res.json : [res.json]) as {
+    data?: Record<string, unknown> | null;
+    errors?: unknown[];
+  }[];
+  return results.every((r) => r?.errors?.length && (r.data == null || r.data[c.rootField] == null));
+}

@@ -252,7 +252,7 @@ function bodyArb(route: Route, world: World): fc.Arbitrary<string | undefined> {
         'NaN',
         '{"name":"\\ud800"}',
         '{"name":"a","name":"b"}',
-        '[' .repeat(40) + ']'.repeat(40),
+        '['.repeat(40) + ']'.repeat(40),
       ),
     },
     { weight: 1, arbitrary: fc.constant(undefined) },
@@ -267,7 +267,9 @@ function encodePart(value: string, raw = false): string {
     return encodeURIComponent(value);
   } catch {
     // a lone surrogate: send the UTF-8 bytes Node would send for it
-    return [...Buffer.from(value, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+    return [...Buffer.from(value, 'utf8')]
+      .map((b) => `%${b.toString(16).padStart(2, '0')}`)
+      .join('');
   }
 }
 
@@ -322,7 +324,12 @@ function queryValue(world: World): fc.Arbitrary<{ value: string; raw?: boolean }
         )
         .map((value) => ({ value })),
     },
-    { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%00', '&&', '==').map((value) => ({ value, raw: true })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('%', '%zz', '%00', '&&', '==')
+        .map((value) => ({ value, raw: true })),
+    },
     { weight: 1, arbitrary: idArb(world) },
     { weight: 1, arbitrary: nastyString.map((value) => ({ value })) },
   );
@@ -362,7 +369,10 @@ export function restCaseArb(routes: Route[], world: World): fc.Arbitrary<RestCas
         { weight: 10, arbitrary: fc.constant(route.method) },
         { weight: 1, arbitrary: fc.constantFrom(...OTHER_METHODS) },
       ),
-      unversioned: fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+      unversioned: fc.oneof(
+        { weight: 9, arbitrary: fc.constant(false) },
+        { weight: 1, arbitrary: fc.constant(true) },
+      ),
       ids: shared.ids,
       query: shared.query,
       caller: fc.oneof(
@@ -411,7 +421,10 @@ export function restRequest(c: RestCase, world: World): SentRequest {
   set('if-match', c.ifMatch);
   set('if-none-match', c.ifNoneMatch);
   const bodyAllowed = c.method !== 'GET' && c.method !== 'HEAD';
-  const body = bodyAllowed && c.body !== undefined ? encodeBody(c.body, c.contentType, c.honourCharset) : undefined;
+  const body =
+    bodyAllowed && c.body !== undefined
+      ? encodeBody(c.body, c.contentType, c.honourCharset)
+      : undefined;
   if (body) {
     set('content-type', c.contentType);
   }
