@@ -61,19 +61,34 @@ const named: Record<string, fc.Arbitrary<unknown>> = {
 };
 
 /** A value for an input type: mostly of that type, near its rules; sometimes anything. */
-function inputValue(type: GraphQLInputType, world: World, depth: number): fc.Arbitrary<unknown> {
-  const typed = typedValue(type, world, depth);
-  return fc.oneof({ weight: 9, arbitrary: typed }, { weight: 1, arbitrary: anyJson });
+function inputValue(
+  type: GraphQLInputType,
+  world: World,
+  depth: number,
+  tame: boolean,
+): fc.Arbitrary<unknown> {
+  const typed = typedValue(type, world, depth, tame);
+  return tame
+    ? typed
+    : fc.oneof({ weight: 9, arbitrary: typed }, { weight: 1, arbitrary: anyJson });
 }
 
-function typedValue(type: GraphQLInputType, world: World, depth: number): fc.Arbitrary<unknown> {
+function typedValue(
+  type: GraphQLInputType,
+  world: World,
+  depth: number,
+  tame: boolean,
+): fc.Arbitrary<unknown> {
   if (type instanceof GraphQLNonNull) {
-    return typedValue(type.ofType as GraphQLInputType, world, depth);
+    return typedValue(type.ofType as GraphQLInputType, world, depth, tame);
   }
   if (type instanceof GraphQLList) {
-    return fc.array(inputValue(type.ofType as GraphQLInputType, world, depth + 1), {
+    return fc.array(inputValue(type.ofType as GraphQLInputType, world, depth + 1, tame), {
       maxLength: 3,
     });
+  }
+  if (type instanceof GraphQLEnumType && tame) {
+    return fc.constantFrom(...type.getValues().map((v) => v.name));
   }
   if (type instanceof GraphQLEnumType) {
     return fc.oneof(
@@ -90,21 +105,28 @@ function typedValue(type: GraphQLInputType, world: World, depth: number): fc.Arb
       Object.fromEntries(
         fields.map((f) => [
           f.name,
-          fc.oneof(
-            { weight: 3, arbitrary: named[f.name] ?? inputValue(f.type, world, depth + 1) },
-            { weight: 1, arbitrary: inputValue(f.type, world, depth + 1) },
-          ),
+          tame
+            ? (named[f.name] ?? inputValue(f.type, world, depth + 1, tame))
+            : fc.oneof(
+                {
+                  weight: 3,
+                  arbitrary: named[f.name] ?? inputValue(f.type, world, depth + 1, tame),
+                },
+                { weight: 1, arbitrary: inputValue(f.type, world, depth + 1, tame) },
+              ),
         ]),
       ),
-      { requiredKeys: [] },
+      { requiredKeys: tame ? fields.filter((f) => isNonNullType(f.type)).map((f) => f.name) : [] },
     );
   }
   const scalar = type as GraphQLScalarType;
   switch (scalar.name) {
     case 'ID':
-      return idArb(world).map((i) => i.value);
+      return tame ? fc.nat().map((n) => world.pick(n) ?? 'none') : idArb(world).map((i) => i.value);
     case 'Int':
-      return fc.oneof(fc.integer({ min: -2, max: 120 }), nastyNumber);
+      return tame
+        ? fc.integer({ min: 1, max: 20 })
+        : fc.oneof(fc.integer({ min: -2, max: 120 }), nastyNumber);
     case 'Float':
       return nastyNumber;
     case 'Boolean':
@@ -115,6 +137,9 @@ function typedValue(type: GraphQLInputType, world: World, depth: number): fc.Arb
         nastyString,
       );
     case 'String':
+      if (tame) {
+        return fc.string({ minLength: 1, maxLength: 30 });
+      }
       return fc.oneof(
         { weight: 3, arbitrary: fc.string({ maxLength: 60 }) },
         { weight: 1, arbitrary: fc.emailAddress() },
@@ -175,35 +200,52 @@ export interface GraphqlCase {
 
 /** Operations on every root field with fuzzed variables, plus broken documents and requests. */
 export function graphqlCaseArb(targets: GraphqlTarget[], world: World): fc.Arbitrary<GraphqlCase> {
-  const perTarget = targets.map(({ operation, field }) => {
-    const args = field.args;
-    const declared = fc.array(fc.boolean(), { minLength: args.length, maxLength: args.length });
-    return fc
-      .record({
-        present: declared,
-        values: fc.tuple(...args.map((a) => inputValue(a.type, world, 0))),
-        // sometimes a variable is declared with another type than its argument's
-        wrongType: fc.oneof(
-          { weight: 9, arbitrary: fc.constant(-1) },
-          { weight: 1, arbitrary: fc.nat(Math.max(0, args.length - 1)) },
-        ),
-        alias: fc.boolean(),
-      })
-      .map(({ present, values, wrongType, alias }) => {
-        const used = args.filter(
-          (a, i) => present[i] || (isNonNullType(a.type) && a.defaultValue === undefined),
-        );
-        const defs = used.map(
-          (a) => `$${a.name}: ${args.indexOf(a) === wrongType ? 'String' : typeString(a.type)}`,
-        );
-        const call = used.length ? `(${used.map((a) => `${a.name}: $${a.name}`).join(', ')})` : '';
-        const variables = Object.fromEntries(used.map((a) => [a.name, values[args.indexOf(a)]]));
-        const sel = selection(getNamedType(field.type), 1);
-        const document = `${operation} Fuzz${defs.length ? `(${defs.join(', ')})` : ''} { ${alias ? 'a: ' : ''}${field.name}${call} ${sel} }`;
-        return { document, variables, rootField: alias ? 'a' : field.name };
-      });
-  });
-  const operation = fc.oneof(...perTarget);
+  const perTarget = (tame: boolean) =>
+    targets.map(({ operation, field }) => {
+      const args = field.args;
+      const declared = fc.array(fc.boolean(), { minLength: args.length, maxLength: args.length });
+      return fc
+        .record({
+          present: declared,
+          values: fc.tuple(...args.map((a) => inputValue(a.type, world, 0, tame))),
+          // sometimes a variable is declared with another type than its argument's
+          wrongType: tame
+            ? fc.constant(-1)
+            : fc.oneof(
+                { weight: 9, arbitrary: fc.constant(-1) },
+                { weight: 1, arbitrary: fc.nat(Math.max(0, args.length - 1)) },
+              ),
+          alias: fc.boolean(),
+        })
+        .map(({ present, values, wrongType, alias }) => {
+          const used = args.filter(
+            (a, i) => present[i] || (isNonNullType(a.type) && a.defaultValue === undefined),
+          );
+          const defs = used.map(
+            (a) => `$${a.name}: ${args.indexOf(a) === wrongType ? 'String' : typeString(a.type)}`,
+          );
+          const call = used.length
+            ? `(${used.map((a) => `${a.name}: $${a.name}`).join(', ')})`
+            : '';
+          const variables = Object.fromEntries(used.map((a) => [a.name, values[args.indexOf(a)]]));
+          const sel = selection(getNamedType(field.type), 1);
+          const document = `${operation} Fuzz${defs.length ? `(${defs.join(', ')})` : ''} { ${alias ? 'a: ' : ''}${field.name}${call} ${sel} }`;
+          return { document, variables, rootField: alias ? 'a' : field.name };
+        });
+    });
+  const operation = fc.oneof(...perTarget(false));
+  // tame cases: well-typed variables near the rules, working credentials, no odd header
+  const tameCase = fc.tuple(fc.oneof(...perTarget(true)), fc.constantFrom('admin', 'user')).map(
+    ([op, caller]): GraphqlCase => ({
+      document: op.document,
+      variables: op.variables,
+      transport: 'post',
+      contentType: 'application/json',
+      caller,
+      preflight: false,
+      rootField: op.rootField,
+    }),
+  );
   const broken = fc.oneof(
     fc.constantFrom(
       '',
@@ -236,7 +278,7 @@ export function graphqlCaseArb(targets: GraphqlTarget[], world: World): fc.Arbit
         .map(([o, n]) => ({ ...o, document: o.document.slice(0, n % (o.document.length + 1)) })),
     },
   );
-  return fc
+  const wild = fc
     .record({
       op: document,
       variablesNoise: fc.oneof(
@@ -294,6 +336,7 @@ export function graphqlCaseArb(targets: GraphqlTarget[], world: World): fc.Arbit
       preflight: r.preflight,
       rootField: r.op.rootField,
     }));
+  return fc.oneof({ weight: 2, arbitrary: wild }, { weight: 1, arbitrary: tameCase });
 }
 
 /** The HTTP request of a case. */
