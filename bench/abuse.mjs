@@ -110,8 +110,7 @@ async function main() {
         },
       };
     },
-    'graphql batch arrays (1000 ops)': () =>
-      loops(() => graphql(app, abusers.batch.token, BATCH)),
+    'graphql batch arrays (1000 ops)': () => loops(() => graphql(app, abusers.batch.token, BATCH)),
     'graphql alias floods (2000 aliases)': () =>
       loops(() => graphql(app, abusers.batch.token, { query: ALIASES })),
   };
@@ -123,7 +122,9 @@ async function main() {
   const only = process.env.BENCH_ABUSE_PHASES;
   const rows = [];
   const cpu = cpuReader(proc.pid);
-  for (const [name, start] of phases.filter(([n]) => !only || n.includes(only) || n.startsWith('baseline'))) {
+  for (const [name, start] of phases.filter(
+    ([n]) => !only || n.includes(only) || n.startsWith('baseline'),
+  )) {
     const cpu0 = cpu();
     const abuse = start();
     const latencies = await goodClient(app, good);
@@ -369,7 +370,11 @@ function wsFlood(app, token) {
       });
       for (let i = 0; i < 10_000; i++) {
         s.ws.send(
-          JSON.stringify({ id: String(i), type: 'subscribe', payload: { query: '{ __typename }' } }),
+          JSON.stringify({
+            id: String(i),
+            type: 'subscribe',
+            payload: { query: '{ __typename }' },
+          }),
         );
       }
       await done;

@@ -178,7 +178,7 @@ describe('abuse', () => {
     expectAllGood(answers);
   });
 
-  it('10,000 operations on one socket: each answered (a result, or RATE_LIMITED past the per-connection and per-identity limits), the socket stays usable, the good client keeps getting 200s', async () => {
+  it('10,000 operations on one socket: each answered (a result, or RATE_LIMITED past the per-connection and per-identity limits), the socket stays open, the good client keeps getting 200s', async () => {
     const flooder = await createUser(t.url);
     const socket = await openSocket(flooder.token);
     expect(socket.acked).toBe(true);

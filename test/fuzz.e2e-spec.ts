@@ -128,9 +128,9 @@ describe('fuzz', () => {
           (r) => r.status >= 300,
         );
         fc.pre(res !== undefined);
-        seen.set(res!.status, (seen.get(res!.status) ?? 0) + 1);
-        if (res!.status < 300) {
-          world.learn(res!.json);
+        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        if (res.status < 300) {
+          world.learn(res.json);
         }
       });
       const runs = await assertProperty('REST', property, settings, CI_RUNS);
@@ -156,10 +156,10 @@ describe('fuzz', () => {
           (r) => graphqlRefused(c, r),
         );
         fc.pre(res !== undefined);
-        const outcome = `${res!.status}:${firstCode(res!.json) ?? 'data'}`;
+        const outcome = `${res.status}:${firstCode(res.json) ?? 'data'}`;
         seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
-        if (res!.status === 200) {
-          world.learn(res!.json);
+        if (res.status === 200) {
+          world.learn(res.json);
         }
       });
       const runs = await assertProperty('GraphQL', property, settings, CI_RUNS);
@@ -222,5 +222,9 @@ function graphqlRefused(c: GraphqlCase, res: Answer): boolean {
     data?: Record<string, unknown> | null;
     errors?: unknown[];
   }[];
-  return results.every((r) => r?.errors?.length && (r.data == null || r.data[c.rootField] == null));
+  return results.every(
+    (r) =>
+      Boolean(r?.errors?.length) &&
+      (r.data === null || r.data === undefined || (r.data[c.rootField] ?? null) === null),
+  );
 }

@@ -61,7 +61,7 @@ export function restEnvelopeProblem(status: number, body: unknown): string | und
   if (keys.length !== 1) {
     return `members beside "error": ${keys.join(', ')}`;
   }
-  const error = (body as { error: unknown }).error as Record<string, unknown>;
+  const error = body.error as Record<string, unknown>;
   if (typeof error !== 'object' || error === null) {
     return '"error" is not an object';
   }

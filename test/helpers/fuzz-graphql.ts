@@ -5,7 +5,6 @@ import {
   GraphQLInputObjectType,
   GraphQLList,
   GraphQLNonNull,
-  GraphQLScalarType,
   isInterfaceType,
   isLeafType,
   isNonNullType,
@@ -80,10 +79,10 @@ function typedValue(
   tame: boolean,
 ): fc.Arbitrary<unknown> {
   if (type instanceof GraphQLNonNull) {
-    return typedValue(type.ofType as GraphQLInputType, world, depth, tame);
+    return typedValue(type.ofType, world, depth, tame);
   }
   if (type instanceof GraphQLList) {
-    return fc.array(inputValue(type.ofType as GraphQLInputType, world, depth + 1, tame), {
+    return fc.array(inputValue(type.ofType, world, depth + 1, tame), {
       maxLength: 3,
     });
   }
@@ -119,8 +118,7 @@ function typedValue(
       { requiredKeys: tame ? fields.filter((f) => isNonNullType(f.type)).map((f) => f.name) : [] },
     );
   }
-  const scalar = type as GraphQLScalarType;
-  switch (scalar.name) {
+  switch (type.name) {
     case 'ID':
       return tame ? fc.nat().map((n) => world.pick(n) ?? 'none') : idArb(world).map((i) => i.value);
     case 'Int':
