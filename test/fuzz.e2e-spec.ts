@@ -27,7 +27,7 @@ import { GraphQLSchemaHost } from '@nestjs/graphql';
 // Property-based fuzzing of the running app (docs/limits.md, "Fuzzing"): every route of the served
 // OpenAPI document and GraphQL operations built from the schema, with bodies, query parameters, ids
 // and headers near and far from the rules. Properties: never a 5xx; every 4xx is the documented
-// envelope; a refused request changes no row of the database. Fixed seed and ~25 s per property here;
+// envelope; a refused request changes no row of the database. Fixed seed and <= 15 s per property here;
 // `npm run fuzz` for a long run (FUZZ_RUNS, FUZZ_SEED; a failure prints its replay command).
 
 const settings = fuzzSettings();

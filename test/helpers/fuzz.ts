@@ -36,7 +36,7 @@ export function fuzzSettings(): FuzzSettings {
     path: process.env.FUZZ_PATH || undefined,
     runs: (ciRuns) => runs ?? ciRuns,
     // a slow machine runs fewer cases in CI rather than blow the suite's time; a long run is never cut
-    timeLimitMs: long ? undefined : 25_000,
+    timeLimitMs: long ? undefined : 15_000,
     long,
   };
 }
