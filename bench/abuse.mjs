@@ -22,13 +22,14 @@
 //   BENCH_ABUSE_PHASES=flood node bench/abuse.mjs     # only the phases whose name has "flood"
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { cpuMs, freePort, post, waitReady } from './plumbing.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS ?? 8);
@@ -121,15 +122,20 @@ async function main() {
   ];
   const only = process.env.BENCH_ABUSE_PHASES;
   const rows = [];
-  const cpu = cpuReader(proc.pid);
   for (const [name, start] of phases.filter(
     ([n]) => !only || n.includes(only) || n.startsWith('baseline'),
   )) {
-    const cpu0 = cpu();
+    const cpu0 = cpuMs(proc.pid);
     const abuse = start();
     const latencies = await goodClient(app, good);
     const { sent, answers } = await abuse.stop();
-    rows.push({ name, sent, answers, ...latencies, cpu: (cpu() - cpu0) / (SECONDS * 1000) });
+    rows.push({
+      name,
+      sent,
+      answers,
+      ...latencies,
+      cpu: (cpuMs(proc.pid) - cpu0) / (SECONDS * 1000),
+    });
     console.error(`[abuse] ${name}: done`);
   }
 
@@ -419,61 +425,6 @@ async function graphql(app, token, body) {
 }
 
 // ---- plumbing ---------------------------------------------------------------------------------------
-
-function cpuReader(pid) {
-  return () => {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      return 0;
-    }
-  };
-}
-
-async function post(url, body, headers = {}) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) {
-    throw new Error(`POST ${url} -> ${res.status}: ${text.slice(0, 300)}`);
-  }
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
-
-async function waitReady(child, url) {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      throw new Error(`app exited with ${child.exitCode} before it was ready`);
-    }
-    try {
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      if (res.status === 200) {
-        return;
-      }
-    } catch {
-      // not listening yet
-    }
-    await sleep(200);
-  }
-  throw new Error(`app not ready at ${url}`);
-}
-
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
 
 function cleanup() {
   for (const ws of kept.splice(0)) {
