@@ -2,6 +2,7 @@
 // Usage: npm run bench [-- --only <name[,name]>] [--list] [--json <file>] [--no-baseline]
 //                      [--compare <another checkout, built>]   (its app scenarios interleaved with ours)
 //        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
+//        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
 // Environment:
 //   BENCH_DURATION      seconds per scenario (default 10)
 //   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
@@ -40,10 +41,18 @@ const { values: args } = parseArgs({
     'no-baseline': { type: 'boolean', default: false },
     compare: { type: 'string' },
     scale: { type: 'boolean', default: false },
+    abuse: { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
+
+// `--abuse`: slow clients, oversized headers, WebSocket and GraphQL floods vs a good client (bench/abuse.mjs)
+if (args.abuse) {
+  const { runAbuse } = await import('./abuse.mjs');
+  await runAbuse();
+  process.exit(0);
+}
 
 // `--scale`: list latency at 1k/100k/1M rows instead of the load scenarios (bench/scale.mjs)
 if (args.scale) {

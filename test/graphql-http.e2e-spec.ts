@@ -2,6 +2,7 @@ import { buildClientSchema, getIntrospectionQuery } from 'graphql';
 import { serverAudits } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
+import { expectGraphqlErrors } from './helpers/contract.js';
 import { tokenFor } from './helpers/factories.js';
 import { request, type Credentials } from './helpers/http.js';
 import { codes, gql } from './graphql-client.js';
@@ -63,6 +64,40 @@ describe('GraphQL over HTTP', () => {
     expect(codes(res.body)).toEqual(['BAD_REQUEST']);
     const search = await gql(t.url, '{ search(term: "ViaGet") { __typename } }', { auth: admin });
     expect(search.body.data.search).toEqual([]);
+  });
+
+  it('refuses an operation whose Accept allows no result type with 406 before running it (a mutation is not applied)', async () => {
+    // found by the fuzz suite: Apollo negotiates the response type after execution, so the mutation
+    // used to be applied and then answered 406
+    const name = `NotAcceptable ${Date.now()}`;
+    for (const accept of ['application/json; charset=utf-16', 'text/html', 'application/xml']) {
+      const res = await gql(t.url, `mutation { createUser(name: "${name}") { id } }`, {
+        auth: admin,
+        headers: { accept },
+      });
+      expect(res.status, accept).toBe(406);
+      expect(res.body.errors).toHaveLength(1);
+      expectGraphqlErrors(res.body);
+      expect(res.body.errors![0].message).toMatch(/does not accept application\/json/);
+    }
+    const get = await gql(t.url, '{ me { id } }', {
+      method: 'GET',
+      auth: admin,
+      headers: { accept: 'application/xml' },
+    });
+    expect(get.status).toBe(406);
+    const search = await gql(t.url, `{ search(term: "${name}") { __typename } }`, { auth: admin });
+    expect(search.body.data.search).toEqual([]);
+    // acceptable ranges still work, wildcards and parameters included
+    for (const accept of [
+      '*/*',
+      'application/*',
+      'application/json; charset=utf-8',
+      'text/html, */*;q=0.1',
+    ]) {
+      const ok = await gql(t.url, '{ me { id } }', { auth: admin, headers: { accept } });
+      expect(ok.status, accept).toBe(200);
+    }
   });
 
   it('negotiates application/json and application/graphql-response+json', async () => {

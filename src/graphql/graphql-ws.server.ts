@@ -30,6 +30,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../common/cors.js';
 import { ShutdownState } from '../common/shutdown.js';
+import { fairMessages } from './ws-fair-queue.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { CredentialsService } from '../auth/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -336,7 +337,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       socket.destroy();
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      fairMessages(ws); // a burst of messages on one socket must not starve other clients
+      wss.emit('connection', ws, req);
+    });
   };
 
   /** Parsed and validated documents by text (the schema and rules never change while running). */

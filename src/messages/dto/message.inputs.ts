@@ -1,3 +1,4 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsString, Length, Matches } from 'class-validator';
 
@@ -5,6 +6,7 @@ const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? val
 
 /** `POST /rooms` and `createRoom`: a unique name of 1–100 characters (trimmed). */
 export class CreateRoomInput {
+  @ApiProperty({ minLength: 1, maxLength: 100, example: 'general' })
   @Transform(trim)
   @IsString()
   @Length(1, 100)
@@ -13,6 +15,7 @@ export class CreateRoomInput {
 
 /** `POST /rooms/{id}/messages` and `sendMessage`: 1–4000 characters, not only whitespace. */
 export class SendMessageInput {
+  @ApiProperty({ minLength: 1, maxLength: 4000, example: 'Hello, room' })
   @IsString()
   @Length(1, 4000)
   @Matches(/\S/, { message: 'content must not be blank' })

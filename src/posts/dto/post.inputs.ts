@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Field, InputType } from '@nestjs/graphql';
 import { Transform } from 'class-transformer';
 import { IsString, Length, MaxLength, ValidateIf } from 'class-validator';
@@ -9,12 +10,14 @@ export const MAX_BODY = 50_000;
 /** POST /posts and createPost: one class for REST and GraphQL (CONTRIBUTING.md, house style 4). */
 @InputType('CreatePostInput')
 export class CreatePostInput {
+  @ApiProperty({ minLength: 1, maxLength: 200, example: 'Hello' })
   @Field({ description: '1-200 characters, trimmed.' })
   @Transform(trim)
   @IsString()
   @Length(1, 200)
   title!: string;
 
+  @ApiProperty({ maxLength: MAX_BODY, example: 'First post.' })
   @Field({ description: 'At most 50 000 characters (may be empty).' })
   @IsString()
   @MaxLength(MAX_BODY)
@@ -27,6 +30,7 @@ export class ReplacePostInput extends CreatePostInput {}
 /** PATCH body (JSON merge patch) and updatePost's input: only supplied members change. */
 @InputType('UpdatePostInput')
 export class PatchPostInput {
+  @ApiPropertyOptional({ minLength: 1, maxLength: 200 })
   @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchPostInput) => o.title !== undefined)
   @Transform(trim)
@@ -34,6 +38,7 @@ export class PatchPostInput {
   @Length(1, 200)
   title?: string;
 
+  @ApiPropertyOptional({ maxLength: MAX_BODY })
   @Field(() => String, { nullable: true })
   @ValidateIf((o: PatchPostInput) => o.body !== undefined)
   @IsString()
