@@ -17,13 +17,15 @@ RUN npm run build \
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production PORT=3000 HOST=0.0.0.0
 WORKDIR /app
-# Code stays root-owned (read-only for the app); only data/ (SQLite file, generated JWT key) is writable.
+# Code stays root-owned (read-only for the app); only data/ (SQLite file, generated JWT key) is writable:
+# mount a volume there (docker-compose.yml shares one between the replicas).
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
-EXPOSE 3000
+# 3000: the API; 9464: /metrics when METRICS_PORT=9464 (keep it off the public network)
+EXPOSE 3000 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/live').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/main.js"]

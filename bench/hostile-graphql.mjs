@@ -15,7 +15,6 @@
 // See bench/README.md.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,6 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { freePort, post, waitReady } from './plumbing.mjs';
 
 const ROOT = resolve(
   process.env.BENCH_APP_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..'),
@@ -336,50 +336,6 @@ function rssSampler(pid) {
     },
     stop: () => clearInterval(timer),
   };
-}
-
-async function post(url, body, headers = {}) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) {
-    throw new Error(`POST ${url} -> ${res.status}: ${text.slice(0, 300)}`);
-  }
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
-
-async function waitReady(child, url) {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      throw new Error(`app exited with ${child.exitCode} before it was ready`);
-    }
-    try {
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      if (res.status === 200) {
-        return;
-      }
-    } catch {
-      // not listening yet
-    }
-    await sleep(200);
-  }
-  throw new Error(`app not ready at ${url}`);
-}
-
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolvePort(port));
-    });
-  });
 }
 
 function cleanup() {

@@ -1,11 +1,14 @@
 // Load benchmark: the built app (dist/main.js) against a bare Fastify baseline, same machine, same run.
 // Usage: npm run bench [-- --only <name[,name]>] [--list] [--json <file>] [--no-baseline]
+//                      [--compare <another checkout, built>]   (its app scenarios interleaved with ours)
 //        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
+//        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
 // Environment:
 //   BENCH_DURATION      seconds per scenario (default 10)
 //   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
 //   BENCH_CONNECTIONS   concurrent connections (default 10)
 //   BENCH_PIPELINING    requests in flight per connection (default 1)
+//   BENCH_ROUNDS        interleaved rounds of the load scenarios; rows report the median (default 1)
 //   BENCH_NODE_ENV      NODE_ENV of the app under test (default production)
 //   BENCH_SERVER_CPU, BENCH_CLIENT_CPU   CPUs for servers / load generator when taskset exists
 //                       (default: the first two CPUs this process may use)
@@ -36,11 +39,20 @@ const { values: args } = parseArgs({
     list: { type: 'boolean', default: false },
     json: { type: 'string' },
     'no-baseline': { type: 'boolean', default: false },
+    compare: { type: 'string' },
     scale: { type: 'boolean', default: false },
+    abuse: { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
+
+// `--abuse`: slow clients, oversized headers, WebSocket and GraphQL floods vs a good client (bench/abuse.mjs)
+if (args.abuse) {
+  const { runAbuse } = await import('./abuse.mjs');
+  await runAbuse();
+  process.exit(0);
+}
 
 // `--scale`: list latency at 1k/100k/1M rows instead of the load scenarios (bench/scale.mjs)
 if (args.scale) {
@@ -54,6 +66,7 @@ const settings = {
   warmup: positiveNumber('BENCH_WARMUP', 2, true),
   connections: positiveNumber('BENCH_CONNECTIONS', 10),
   pipelining: positiveNumber('BENCH_PIPELINING', 1),
+  rounds: positiveNumber('BENCH_ROUNDS', 1),
   fanoutSubscribers: positiveNumber('BENCH_FANOUT_SUBSCRIBERS', 200),
   fanoutRate: positiveNumber('BENCH_FANOUT_RATE', 50),
 };
@@ -78,10 +91,12 @@ function buildScenarios(ctx) {
       baseline: true,
       method: 'GET',
       url: `${ctx.bare}${userPath}`,
+      pid: ctx.barePid,
     },
     {
       name: 'rest-get-user-bearer',
       target: 'app',
+      pid: ctx.appPid,
       method: 'GET',
       url: `${ctx.app}${userPath}`,
       headers: { authorization: `Bearer ${ctx.token}` },
@@ -90,6 +105,7 @@ function buildScenarios(ctx) {
       // an OAuth access token (RFC 9068 JWT): the per-request grant check included (docs/oauth.md)
       name: 'rest-get-user-oauth',
       target: 'app',
+      pid: ctx.appPid,
       method: 'GET',
       url: `${ctx.app}${userPath}`,
       headers: { authorization: `Bearer ${ctx.oauthToken}` },
@@ -97,6 +113,7 @@ function buildScenarios(ctx) {
     {
       name: 'rest-get-user-api-key',
       target: 'app',
+      pid: ctx.appPid,
       method: 'GET',
       url: `${ctx.app}${userPath}`,
       headers: { 'x-api-key': ctx.apiKey },
@@ -104,6 +121,7 @@ function buildScenarios(ctx) {
     {
       name: 'gql user(id)',
       target: 'app',
+      pid: ctx.appPid,
       method: 'POST',
       url: `${ctx.app}/graphql`,
       headers: { authorization: `Bearer ${ctx.token}` },
@@ -116,6 +134,7 @@ function buildScenarios(ctx) {
     {
       name: 'gql 20 users with posts',
       target: 'app',
+      pid: ctx.appPid,
       method: 'POST',
       url: `${ctx.app}/graphql`,
       headers: { authorization: `Bearer ${ctx.token}` },
@@ -233,6 +252,207 @@ async function main() {
   }
 
   workDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
+  const { app, appProc, appEnv, appNodeArgs, token, apiKey, oauthToken, userId, userGet } =
+    await startAppWithData('app', mainJs, pin);
+  // --compare <checkout>: the same app scenarios against another checkout's build, interleaved
+  const compare = args.compare
+    ? await startAppWithData('compare', join(resolve(args.compare), 'dist', 'main.js'), pin)
+    : undefined;
+
+  // --- the baseline -------------------------------------------------------------------------------
+  const barePort = await freePort();
+  const bare = `http://127.0.0.1:${barePort}`;
+  const bareProc = startChild(
+    'bare',
+    [join(ROOT, 'bench', 'bare-server.mjs')],
+    {
+      ...process.env,
+      NODE_ENV: 'production',
+      BARE_PORT: String(barePort),
+      BARE_HOST: '127.0.0.1',
+      BARE_USER_ID: userId,
+      BARE_BODY: userGet.text,
+    },
+    pin?.server,
+  );
+  await waitReady(bareProc, `${bare}/health/ready`);
+  const bareGet = await request('GET', `${bare}/api/v1/users/${userId}`);
+  if (bareGet.text !== JSON.stringify(JSON.parse(userGet.text))) {
+    throw new Error('the bare server does not return the same body as the app');
+  }
+  console.log(`bare server ready on ${bare}`);
+
+  // --- limiter on / off: same database, signing key and issuer, so the same token works ------------
+  const limiterUrls = {};
+  const dummy = { app: '', bare: '', token: '', apiKey: '', userId: '' };
+  if (selectScenarios(buildScenarios(dummy)).some((s) => s.target === 'limiter')) {
+    for (const [name, enabled] of [
+      ['limiterOn', 'true'],
+      ['limiterOff', 'false'],
+    ]) {
+      const port = await freePort();
+      const env = { ...appEnv, PORT: String(port), RATE_LIMIT_ENABLED: enabled };
+      if (process.env.REDIS_URL) {
+        Object.assign(env, {
+          REDIS_URL: process.env.REDIS_URL,
+          REDIS_PREFIX: `atrium-bench-${port}:`,
+        });
+      }
+      const proc = startChild(name, [...appNodeArgs, mainJs], env, pin?.server);
+      limiterUrls[name] = `http://127.0.0.1:${port}`;
+      limiterUrls[`${name}Pid`] = proc.pid;
+      await waitReady(proc, `${limiterUrls[name]}/health/ready`);
+    }
+    console.log(
+      `limiter on/off instances ready (${process.env.REDIS_URL ? 'counters in Redis' : 'in-process counters: set REDIS_URL for Redis'})`,
+    );
+  }
+
+  // --- scenarios ----------------------------------------------------------------------------------
+  const all = buildScenarios({
+    app,
+    appPid: appProc.pid,
+    bare,
+    barePid: bareProc.pid,
+    token,
+    apiKey,
+    oauthToken,
+    userId,
+    ...limiterUrls,
+  });
+  if (args.list) {
+    for (const s of all) {
+      console.log(`${s.name}\t${s.method} ${s.url}`);
+    }
+    await cleanup();
+    return;
+  }
+  const selected = selectScenarios(all);
+  // each app scenario is followed by the same request on the --compare checkout (name + ' @compare')
+  const compareScenarios = compare
+    ? buildScenarios({
+        ...compare,
+        appPid: compare.appProc.pid,
+        bare,
+        barePid: bareProc.pid,
+      })
+    : [];
+  const scenarios = selected.flatMap((s) => {
+    const twin = compareScenarios.find((c) => c.name === s.name && c.target === 'app');
+    return twin ? [s, { ...twin, name: `${s.name} @compare` }] : [s];
+  });
+
+  console.log(
+    `\nload: ${settings.connections} connections, pipelining ${settings.pipelining}, ` +
+      `${settings.warmup}s warm-up + ${settings.duration}s per scenario\n`,
+  );
+  // BENCH_ROUNDS > 1: the load scenarios run that many times, interleaved (bare, a, b, bare, a, b,
+  // ...), and each row reports the median round, so a busy moment of a shared machine hits every
+  // scenario alike; the fan-out scenario runs once, after them.
+  const measured = new Map();
+  for (let round = 0; round < settings.rounds; round++) {
+    let roundBase;
+    const roundRows = new Map();
+    for (const scenario of scenarios) {
+      if (scenario.target === 'fanout') {
+        continue;
+      }
+      if (round === 0) {
+        await preflight(scenario);
+      }
+      if (settings.warmup > 0) {
+        await load(scenario, settings.warmup);
+      }
+      const row = await measure(scenario);
+      if (scenario.baseline) {
+        roundBase = row;
+      }
+      // this round's CPU per request over the bare handler's in the same round: a busy moment of a
+      // shared machine inflates both, so the ratio of one round holds where the absolutes swing
+      row.cpuRatio =
+        roundBase?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0
+          ? row.cpuUsPerReq / roundBase.cpuUsPerReq
+          : undefined;
+      roundRows.set(scenario.name, row);
+      const ours = roundRows.get(scenario.name.replace(/ @compare$/, ''));
+      if (scenario.name.endsWith(' @compare') && ours?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0) {
+        ours.cpuVsCompare = ours.cpuUsPerReq / row.cpuUsPerReq; // this round, same conditions
+      }
+      measured.set(scenario.name, [...(measured.get(scenario.name) ?? []), row]);
+      console.log(
+        `  ${settings.rounds > 1 ? `round ${round + 1}: ` : ''}${row.scenario}: ` +
+          `${fmt(row.reqPerSec, 0)} req/s, p99 ${fmt(row.p99Ms, 0)} ms, ` +
+          `CPU ${fmt(row.cpuUsPerReq, 1)} µs/request (${fmt(row.cpuRatio, 2)}x bare), non-2xx ${row.non2xx}, errors ${row.errors}`,
+      );
+    }
+  }
+  const results = [];
+  for (const scenario of scenarios) {
+    if (scenario.target === 'fanout') {
+      results.push(await fanoutRow(scenario, app, token));
+    } else {
+      results.push(medianRow(measured.get(scenario.name)));
+    }
+  }
+
+  const base = results.find((r) => r.baseline);
+  for (const r of results) {
+    // fan-out counts delivered events, not requests: no ratio to the bare server
+    r.ratio = base && base.reqPerSec > 0 && !r.fanout ? r.reqPerSec / base.reqPerSec : null;
+    // server CPU per request against the bare handler's (median of the rounds' ratios): the
+    // figure to compare across runs
+    r.cpuRatio = typeof r.cpuRatio === 'number' && !r.fanout ? r.cpuRatio : null;
+  }
+  printTable(results);
+  for (const r of results.filter((row) => typeof row.cpuVsCompare === 'number')) {
+    console.log(
+      `${r.scenario}: server CPU per request ${fmt((r.cpuVsCompare - 1) * 100, 1)}% against ` +
+        `--compare (median of ${settings.rounds} rounds' ratios)`,
+    );
+  }
+  const on = results.find((r) => r.scenario === 'rest-get-user-limiter-on');
+  const off = results.find((r) => r.scenario === 'rest-get-user-limiter-off');
+  if (on?.reqPerSec > 0 && off?.reqPerSec > 0) {
+    // the server is pinned to one CPU and saturated: 1/throughput is its time per request
+    console.log(
+      `rate limiter overhead (${process.env.REDIS_URL ? 'Redis' : 'in-process'}): ` +
+        `${fmt(1e6 / on.reqPerSec - 1e6 / off.reqPerSec, 1)} µs per request, ` +
+        `${fmt((1 - on.reqPerSec / off.reqPerSec) * 100, 1)}% of throughput, ` +
+        `p50 ${on.p50Ms} vs ${off.p50Ms} ms; ` +
+        `server CPU ${fmt(on.cpuUsPerReq, 0)} vs ${fmt(off.cpuUsPerReq, 0)} µs per request ` +
+        `(+${fmt(on.cpuUsPerReq - off.cpuUsPerReq, 0)} µs)\n`,
+    );
+  }
+
+  if (args.json) {
+    writeFileSync(
+      resolve(args.json),
+      JSON.stringify({ settings, pinning: pin ?? null, results }, null, 2) + '\n',
+    );
+    console.log(`results written to ${resolve(args.json)}`);
+  }
+
+  const bad = results.filter((r) => r.non2xx > 0 || r.errors > 0 || r.timeouts > 0);
+  keepWorkDir = bad.length > 0;
+  await cleanup();
+  if (bad.length > 0) {
+    for (const r of bad) {
+      console.error(
+        `FAIL ${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts ` +
+          `(status codes: ${JSON.stringify(r.statusCodes)})`,
+      );
+    }
+    process.exit(1);
+  }
+}
+
+// --------------------------------------------------------------------------------------------------
+
+/**
+ * Starts one built app (`mainJs`) on a fresh SQLite file and sets up the bench data through its public
+ * API. `name` labels its log file and database.
+ */
+async function startAppWithData(name, mainJs, pin) {
   const appPort = await freePort();
   const app = `http://127.0.0.1:${appPort}`;
 
@@ -244,7 +464,7 @@ async function main() {
     PORT: String(appPort),
     HOST: '127.0.0.1',
     PUBLIC_URL: app,
-    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
+    DATABASE_URL: `sqlite:${join(workDir, `${name}.sqlite`)}`,
     LOG_LEVEL: 'warn',
     ADMIN_EMAIL,
     ADMIN_PASSWORD,
@@ -255,9 +475,9 @@ async function main() {
     WS_MAX_CONNECTIONS_PER_IDENTITY: '100000',
   });
   const appNodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const appProc = startChild('app', [...appNodeArgs, mainJs], appEnv, pin?.server);
+  const appProc = startChild(name, [...appNodeArgs, mainJs], appEnv, pin?.server);
   await waitReady(appProc, `${app}/health/ready`);
-  console.log(`app ready on ${app} (log: ${appProc.logFile})`);
+  console.log(`${name} ready on ${app} (log: ${appProc.logFile})`);
 
   // --- data, through the public API --------------------------------------------------------------
   const tokenRes = await request('POST', `${app}/api/v1/auth/token`, {
@@ -317,159 +537,58 @@ async function main() {
     });
   }
 
-  // --- the baseline -------------------------------------------------------------------------------
-  const barePort = await freePort();
-  const bare = `http://127.0.0.1:${barePort}`;
-  const bareProc = startChild(
-    'bare',
-    [join(ROOT, 'bench', 'bare-server.mjs')],
-    {
-      ...process.env,
-      NODE_ENV: 'production',
-      BARE_PORT: String(barePort),
-      BARE_HOST: '127.0.0.1',
-      BARE_USER_ID: userId,
-      BARE_BODY: userGet.text,
-    },
-    pin?.server,
-  );
-  await waitReady(bareProc, `${bare}/health/ready`);
-  const bareGet = await request('GET', `${bare}/api/v1/users/${userId}`);
-  if (bareGet.text !== JSON.stringify(JSON.parse(userGet.text))) {
-    throw new Error('the bare server does not return the same body as the app');
-  }
-  console.log(`bare server ready on ${bare}`);
-
-  // --- limiter on / off: same database, signing key and issuer, so the same token works ------------
-  const limiterUrls = {};
-  const dummy = { app: '', bare: '', token: '', apiKey: '', userId: '' };
-  if (selectScenarios(buildScenarios(dummy)).some((s) => s.target === 'limiter')) {
-    for (const [name, enabled] of [
-      ['limiterOn', 'true'],
-      ['limiterOff', 'false'],
-    ]) {
-      const port = await freePort();
-      const env = { ...appEnv, PORT: String(port), RATE_LIMIT_ENABLED: enabled };
-      if (process.env.REDIS_URL) {
-        Object.assign(env, {
-          REDIS_URL: process.env.REDIS_URL,
-          REDIS_PREFIX: `atrium-bench-${port}:`,
-        });
-      }
-      const proc = startChild(name, [...appNodeArgs, mainJs], env, pin?.server);
-      limiterUrls[name] = `http://127.0.0.1:${port}`;
-      limiterUrls[`${name}Pid`] = proc.pid;
-      await waitReady(proc, `${limiterUrls[name]}/health/ready`);
-    }
-    console.log(
-      `limiter on/off instances ready (${process.env.REDIS_URL ? 'counters in Redis' : 'in-process counters: set REDIS_URL for Redis'})`,
-    );
-  }
-
-  // --- scenarios ----------------------------------------------------------------------------------
-  const all = buildScenarios({
-    app,
-    appPid: appProc.pid,
-    bare,
-    token,
-    apiKey,
-    oauthToken,
-    userId,
-    ...limiterUrls,
-  });
-  if (args.list) {
-    for (const s of all) {
-      console.log(`${s.name}\t${s.method} ${s.url}`);
-    }
-    await cleanup();
-    return;
-  }
-  const scenarios = selectScenarios(all);
-
-  console.log(
-    `\nload: ${settings.connections} connections, pipelining ${settings.pipelining}, ` +
-      `${settings.warmup}s warm-up + ${settings.duration}s per scenario\n`,
-  );
-  const results = [];
-  for (const scenario of scenarios) {
-    if (scenario.target === 'fanout') {
-      results.push(await fanoutRow(scenario, app, token));
-      continue;
-    }
-    await preflight(scenario);
-    if (settings.warmup > 0) {
-      await load(scenario, settings.warmup);
-    }
-    const cpuBefore = cpuMs(scenario.pid);
-    const r = await load(scenario, settings.duration);
-    const cpuAfter = cpuMs(scenario.pid);
-    const row = {
-      scenario: scenario.name,
-      baseline: Boolean(scenario.baseline),
-      reqPerSec: r.requests.average,
-      p50Ms: r.latency.p50,
-      p99Ms: r.latency.p99,
-      total: r.requests.total,
-      non2xx: r.non2xx,
-      errors: r.errors,
-      timeouts: r.timeouts,
-      statusCodes: r.statusCodeStats,
-      // server CPU per request (Linux, scenarios that name their server's pid): robust to a busy machine
-      cpuUsPerReq:
-        cpuBefore !== undefined && cpuAfter !== undefined && r.requests.total > 0
-          ? ((cpuAfter - cpuBefore) * 1000) / r.requests.total
-          : undefined,
-    };
-    results.push(row);
-    console.log(
-      `  ${row.scenario}: ${fmt(row.reqPerSec, 0)} req/s, p99 ${fmt(row.p99Ms, 0)} ms, ` +
-        `non-2xx ${row.non2xx}, errors ${row.errors}`,
-    );
-  }
-
-  const base = results.find((r) => r.baseline);
-  for (const r of results) {
-    // fan-out counts delivered events, not requests: no ratio to the bare server
-    r.ratio = base && base.reqPerSec > 0 && !r.fanout ? r.reqPerSec / base.reqPerSec : null;
-  }
-  printTable(results);
-  const on = results.find((r) => r.scenario === 'rest-get-user-limiter-on');
-  const off = results.find((r) => r.scenario === 'rest-get-user-limiter-off');
-  if (on?.reqPerSec > 0 && off?.reqPerSec > 0) {
-    // the server is pinned to one CPU and saturated: 1/throughput is its time per request
-    console.log(
-      `rate limiter overhead (${process.env.REDIS_URL ? 'Redis' : 'in-process'}): ` +
-        `${fmt(1e6 / on.reqPerSec - 1e6 / off.reqPerSec, 1)} µs per request, ` +
-        `${fmt((1 - on.reqPerSec / off.reqPerSec) * 100, 1)}% of throughput, ` +
-        `p50 ${on.p50Ms} vs ${off.p50Ms} ms; ` +
-        `server CPU ${fmt(on.cpuUsPerReq, 0)} vs ${fmt(off.cpuUsPerReq, 0)} µs per request ` +
-        `(+${fmt(on.cpuUsPerReq - off.cpuUsPerReq, 0)} µs)\n`,
-    );
-  }
-
-  if (args.json) {
-    writeFileSync(
-      resolve(args.json),
-      JSON.stringify({ settings, pinning: pin ?? null, results }, null, 2) + '\n',
-    );
-    console.log(`results written to ${resolve(args.json)}`);
-  }
-
-  const bad = results.filter((r) => r.non2xx > 0 || r.errors > 0 || r.timeouts > 0);
-  keepWorkDir = bad.length > 0;
-  await cleanup();
-  if (bad.length > 0) {
-    for (const r of bad) {
-      console.error(
-        `FAIL ${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts ` +
-          `(status codes: ${JSON.stringify(r.statusCodes)})`,
-      );
-    }
-    process.exit(1);
-  }
+  return { app, appProc, appEnv, appNodeArgs, token, auth, userId, apiKey, oauthToken, userGet };
 }
 
-// --------------------------------------------------------------------------------------------------
+/** One measured load of a scenario: throughput, latency and the server's CPU time per request. */
+async function measure(scenario) {
+  const cpuBefore = cpuMs(scenario.pid);
+  const r = await load(scenario, settings.duration);
+  const cpuAfter = cpuMs(scenario.pid);
+  return {
+    scenario: scenario.name,
+    baseline: Boolean(scenario.baseline),
+    reqPerSec: r.requests.average,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    total: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    statusCodes: r.statusCodeStats,
+    // server CPU per request (utime + stime of its pid over the window): robust to a busy machine
+    cpuUsPerReq:
+      cpuBefore !== undefined && cpuAfter !== undefined && r.requests.total > 0
+        ? ((cpuAfter - cpuBefore) * 1000) / r.requests.total
+        : undefined,
+  };
+}
+
+/** The rounds of one scenario as one row: median CPU per request, req/s and p99; failures summed. */
+function medianRow(rows) {
+  const median = (key) => {
+    const values = rows
+      .map((r) => r[key])
+      .filter((v) => typeof v === 'number')
+      .sort((a, b) => a - b);
+    return values.length === 0 ? undefined : values[Math.floor((values.length - 1) / 2)];
+  };
+  const sum = (key) => rows.reduce((n, r) => n + r[key], 0);
+  return {
+    ...rows[0],
+    reqPerSec: median('reqPerSec'),
+    p50Ms: median('p50Ms'),
+    p99Ms: median('p99Ms'),
+    cpuUsPerReq: median('cpuUsPerReq'),
+    cpuRatio: median('cpuRatio'),
+    cpuVsCompare: median('cpuVsCompare'),
+    cpuRounds: rows.map((r) => r.cpuUsPerReq),
+    total: sum('total'),
+    non2xx: sum('non2xx'),
+    errors: sum('errors'),
+    timeouts: sum('timeouts'),
+  };
+}
 
 /** Runs the fan-out scenario; its row reads: req/s = delivered events/s, latencies = delivery latency. */
 async function fanoutRow(scenario, app, token) {
@@ -729,7 +848,16 @@ function fmt(n, digits) {
 
 function printTable(results) {
   // autocannon records latency in whole milliseconds.
-  const header = ['scenario', 'req/s (mean)', 'p99 ms', 'non-2xx', 'errors', 'vs bare'];
+  const header = [
+    'scenario',
+    'req/s (mean)',
+    'p99 ms',
+    'non-2xx',
+    'errors',
+    'vs bare',
+    'µs CPU/request',
+    'CPU vs bare',
+  ];
   const rows = results.map((r) => [
     r.scenario,
     fmt(r.reqPerSec, 0),
@@ -737,6 +865,8 @@ function printTable(results) {
     String(r.non2xx),
     String(r.errors),
     r.ratio === null ? '-' : `${fmt(r.ratio, 2)}x`,
+    r.fanout ? '-' : fmt(r.cpuUsPerReq, 1),
+    r.cpuRatio === null ? '-' : `${fmt(r.cpuRatio, 2)}x`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells) =>

@@ -4,6 +4,7 @@ import { RequestMethod } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { GraphQLError } from 'graphql';
+import type { DestinationStream } from 'pino';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { describeOAuthInOpenApi } from './auth/oauth/oauth-openapi.js';
@@ -17,15 +18,22 @@ import {
   registerHttpHooks,
   rewriteUrl,
 } from './common/http-hooks.js';
-import { corsOptionsDelegate } from './common/cors.js';
+import { corsOptionsDelegate, skipCorsWithoutOrigin } from './common/cors.js';
 import { finishOpenApiDocument } from './common/openapi/document.js';
 import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
-import { createRootLogger, PinoLoggerService, RequestLogController } from './common/logging.js';
+import {
+  createRootLogger,
+  PinoLoggerService,
+  requestChildLogger,
+  RequestLogController,
+} from './common/logging.js';
 import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
+import { ShutdownState } from './common/shutdown.js';
 import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { registerIdempotencyHook } from './idempotency/idempotency.interceptor.js';
 import {
   BUCKET_REQUESTS,
   rateLimitedError,
@@ -51,9 +59,17 @@ function graphqlRequestError(message: string): string {
   return JSON.stringify({ errors: [formatGraphqlError(error.toJSON(), error)] });
 }
 
+/** Options of an embedding (tests): where the JSON log lines go (default: stdout, buffered). */
+export interface CreateAppOptions {
+  logDestination?: DestinationStream;
+}
+
 /** Builds the whole application (not listening): used by main.ts and by every test. */
-export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
-  const logger = createRootLogger(config);
+export async function createApp(
+  config: AppConfig,
+  options: CreateAppOptions = {},
+): Promise<NestFastifyApplication> {
+  const logger = createRootLogger(config, options.logDestination);
   const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
   const limits = config.http;
   const adapter = new FastifyAdapter({
@@ -70,12 +86,15 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     loggerInstance: logger,
     logController: new RequestLogController({ requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: requestChildLogger,
     bodyLimit: BODY_LIMIT,
     genReqId,
     requestIdHeader: false,
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     rewriteUrl,
-    return503OnClosing: true,
+    // requests on an open keep-alive connection once closing begins get the error envelope instead
+    // (http-hooks.ts)
+    return503OnClosing: false,
   });
   const fastify = adapter.getInstance();
   const httpHooks: HttpHookOptions = {
@@ -148,6 +167,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }
   };
 
+  registerIdempotencyHook(fastify);
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
     metrics.httpDuration.observe(
@@ -190,7 +210,14 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  // SIGTERM/SIGINT are handled by main.ts (src/common/shutdown.ts): drain, close, exit within the grace
+  const shutdown = app.get(ShutdownState);
+  httpHooks.draining = () => shutdown.draining;
+  // @fastify/cors is registered as a plugin, loaded when Fastify gets ready (listen or inject)
+  fastify.addHook('onReady', (done) => {
+    skipCorsWithoutOrigin(adapter);
+    done();
+  });
   await app.init();
   return app;
 }

@@ -9,6 +9,7 @@ import { EventsModule } from './events/events.module.js';
 import { UserEventsModule } from './events/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
 import { HealthModule } from './health/health.module.js';
+import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { PostsModule } from './posts/posts.module.js';
 import { SearchModule } from './search/search.module.js';
 import { MessagesModule } from './messages/messages.module.js';
@@ -30,6 +31,7 @@ export class AppModule {
         RedisModule,
         EventsModule,
         MetricsModule,
+        IdempotencyModule,
         HealthModule,
         AuthModule,
         // after AuthModule: the throttler guard needs the caller the auth guard sets

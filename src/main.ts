@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory.js';
+import { installGracefulShutdown } from './common/shutdown.js';
 import { ConfigError, loadConfigFromEnvironment, type AppConfig } from './config/config.js';
 
 let config: AppConfig;
@@ -16,6 +17,7 @@ try {
 
 const app = await createApp(config);
 await app.listen({ port: config.port, host: config.host });
+installGracefulShutdown(app, config.shutdown);
 new Logger('Atrium').log(
   `Listening on ${config.host}:${config.port} (public URL ${config.publicUrl})`,
 );

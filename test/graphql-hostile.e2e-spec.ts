@@ -178,7 +178,7 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
       expect(twice.body.errors).toEqual([
         expect.objectContaining({
           message: 'There can be only one argument named "first".',
-          extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }),
+          extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }),
         }),
       ]);
       const fine = await gql(
@@ -192,7 +192,7 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
   });
 
   describe('variables are bounded before coercion', () => {
-    it('refuses variables nested too deep over GET and WebSocket with BAD_USER_INPUT (HTTP 400)', async () => {
+    it('refuses variables nested too deep over GET and WebSocket with BAD_REQUEST (HTTP 400)', async () => {
       const q = 'query($input: CreateUserInput) { me { id } }';
       const get = await gql(t.url, q, {
         method: 'GET',
@@ -200,11 +200,11 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
         variables: { input: nested(40) },
       });
       expect(get.status).toBe(400);
-      expect(codes(get.body)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(get.body)).toEqual(['BAD_REQUEST']);
       expect(get.body.errors?.[0]?.message).toMatch(/deeper than 32/);
       const s = await socket({ Authorization: `Bearer ${alice.token}` });
       const ws = await s.run(q, { input: nested(40) });
-      expect(ws.error?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+      expect(ws.error?.map((e) => e.extensions?.code)).toEqual(['BAD_REQUEST']);
       // within the bound: the usual coercion error, not this one
       const shallow = await gql(t.url, q, {
         method: 'GET',
@@ -219,29 +219,29 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
       const variables = { input: Array.from({ length: 10_001 }, () => 0) };
       const post = await gql(t.url, q, { auth: { bearer: admin }, variables });
       expect(post.status).toBe(400);
-      expect(codes(post.body)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(post.body)).toEqual(['BAD_REQUEST']);
       expect(post.body.errors?.[0]?.message).toMatch(/more than 10000/);
       const s = await socket({ Authorization: `Bearer ${admin}` });
       const ws = await s.run(q, variables);
-      expect(ws.error?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+      expect(ws.error?.map((e) => e.extensions?.code)).toEqual(['BAD_REQUEST']);
       expect(ws.error?.[0]?.message).toMatch(/more than 10000 entries/);
     });
   });
 
   describe('client errors instead of INTERNAL_SERVER_ERROR', () => {
-    it('answers a subscription sent over HTTP with 400 BAD_USER_INPUT naming the WebSocket', async () => {
+    it('answers a subscription sent over HTTP with 400 BAD_REQUEST naming the WebSocket', async () => {
       for (const headers of [{}, STRICT]) {
         const res = await gql(t.url, 'subscription { newMessage { id } }', {
           auth: { bearer: alice.token },
           headers,
         });
         expect(res.status).toBe(400);
-        expect(codes(res.body)).toEqual(['BAD_USER_INPUT']);
+        expect(codes(res.body)).toEqual(['BAD_REQUEST']);
         expect(res.body.errors?.[0]?.message).toMatch(/WebSocket/);
       }
     });
 
-    it('answers a persisted query whose hash does not match with 400 BAD_USER_INPUT', async () => {
+    it('answers a persisted query whose hash does not match with 400 BAD_REQUEST', async () => {
       const res = await request(t.url, '/graphql', {
         method: 'POST',
         auth: { bearer: alice.token },
@@ -251,7 +251,7 @@ describe('hostile GraphQL shapes (issue: one request must not crash or freeze th
         },
       });
       expect(res.status).toBe(400);
-      expect(codes(res.body)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(res.body)).toEqual(['BAD_REQUEST']);
     });
   });
 });
@@ -428,7 +428,7 @@ describe('"Did you mean" hints follow the introspection switch', () => {
 
   it('gives no hints over HTTP or WebSocket when introspection is off, even in development', async () => {
     const res = await gql(t.url, '{ me { nam } }', { auth: { bearer: alice.token } });
-    expect(codes(res.body)).toEqual(['BAD_USER_INPUT']);
+    expect(codes(res.body)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
     expect(res.body.errors?.[0]?.message).toMatch(/Cannot query field "nam"/);
     expect(JSON.stringify(res.body)).not.toMatch(/Did you mean/);
     const s = await openSocket(t.url, { Authorization: `Bearer ${alice.token}` });

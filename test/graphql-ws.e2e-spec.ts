@@ -157,7 +157,7 @@ describe('GraphQL over WebSocket (graphql-transport-ws on /graphql)', () => {
       }),
     ]);
     const typo = await s.run('{ usr { id } }');
-    expect(typo.error?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    expect(typo.error?.map((e) => e.extensions?.code)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
     expect(JSON.stringify(typo.error)).not.toMatch(/Did you mean/);
     const variables = await s.run('query($id: ID!) { user(id: $id) { id } }', {});
     expect(JSON.stringify(variables)).toMatch(/BAD_USER_INPUT/);
@@ -196,7 +196,7 @@ describe('GraphQL over WebSocket with introspection off', () => {
       const res = await s.run('{ __schema { types { name } } }');
       expect(res.error?.length).toBeGreaterThan(0);
       expect(new Set(res.error?.map((e) => e.extensions?.code))).toEqual(
-        new Set(['BAD_USER_INPUT']),
+        new Set(['GRAPHQL_VALIDATION_FAILED']),
       );
       expect(res.error?.[0]?.message).toMatch(/introspection/i);
       expect((await s.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });

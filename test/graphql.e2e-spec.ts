@@ -167,8 +167,8 @@ describe('GraphQL API (/graphql)', () => {
       );
       expect(directives.auth).toEqual({
         name: 'auth',
-        locations: ['FIELD_DEFINITION'],
-        args: [{ name: 'requires' }],
+        locations: ['FIELD_DEFINITION', 'OBJECT'],
+        args: [{ name: 'requires' }, { name: 'scopes' }],
       });
       expect(directives.cost.locations).toEqual(['FIELD_DEFINITION']);
       expect(directives.cacheControl.args.map((a: { name: string }) => a.name)).toEqual(
@@ -244,9 +244,9 @@ describe('GraphQL API (/graphql)', () => {
       expect(past.body.data.posts.map((p: { id: string }) => p.id)).toContain(alicePost);
     });
 
-    it('rejects an invalid DateTime (literal or variable) with BAD_USER_INPUT', async () => {
+    it('rejects an invalid DateTime: a literal fails validation, a variable is BAD_USER_INPUT', async () => {
       const literal = await gql(t.url, '{ posts(since: "yesterday") { id } }', { auth: admin });
-      expect(codes(literal.body)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(literal.body)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
       expect(literal.body.data).toBeUndefined();
       for (const bad of ['2026-02-30T00:00:00Z', '2026-11-21T22:12:14', '2026-11-21 22:12:14Z']) {
         const variable = await gql(t.url, 'query($s: DateTime) { posts(since: $s) { id } }', {
@@ -326,7 +326,7 @@ describe('GraphQL API (/graphql)', () => {
       const basic: Credentials = { basic: [alice.email, alice.password] };
       const blocked = await gql(t.url, '{ me { id } }', { method: 'GET', auth: basic });
       expect(blocked.status).toBe(400);
-      expect(codes(blocked.body)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(blocked.body)).toEqual(['BAD_REQUEST']);
       const ok = await gql(t.url, '{ me { id } }', {
         method: 'GET',
         auth: basic,
@@ -371,13 +371,17 @@ describe('GraphQL API (/graphql)', () => {
       expect(sdl, 'schema.graphql is stale: run npm run schema:print and commit it').toBe(
         `${live.trim()}\n`,
       );
-      expect(sdl).toMatch(/admins: \[Admin!\] @auth\(requires: ADMIN\)/);
-      expect(sdl).toMatch(/directive @auth\(requires: Role!\) on FIELD_DEFINITION/);
+      expect(sdl).toMatch(/admins: \[Admin!\] @auth\(requires: ADMIN, scopes: \["users:read"\]\)/);
+      expect(sdl).toMatch(
+        /directive @auth\(requires: Role, scopes: \[String!\]\) on FIELD_DEFINITION \| OBJECT/,
+      );
       expect(sdl).toMatch(
         /content: String! @cost\(complexity: 20\) @deprecated\(reason: "Use `body`\."\)/,
       );
       expect(sdl).toMatch(/@cost\(complexity: 10\)/);
-      expect(sdl).toMatch(/type User implements Node @cacheControl\(maxAge: 30\)/);
+      expect(sdl).toMatch(
+        /type User implements Node @auth\(scopes: \["users:read"\]\) @cacheControl\(maxAge: 30\)/,
+      );
     });
 
     it('shows an email only to its owner and to ADMINs (null for everyone else, without an error)', async () => {
@@ -561,7 +565,7 @@ describe('GraphQL API (/graphql)', () => {
         ]),
       );
       const typo = await gql(t.url, '{ usr(id: "x") { id } }', { auth: admin });
-      expect(codes(typo.body)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(typo.body)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
       expect(typo.body.errors![0].message).not.toMatch(/Did you mean/);
       expect(JSON.stringify(typo.body)).not.toMatch(/stacktrace|\bat .*\.js/);
       const coercion = await gql(t.url, 'query($id: ID!) { user(id: $id) { id } }', {

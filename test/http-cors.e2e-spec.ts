@@ -64,11 +64,15 @@ describe('CORS with the default origins', () => {
     }
   });
 
-  it('lets browsers send Idempotency-Key, traceparent and If-Match', async () => {
+  it('lets browsers send Idempotency-Key, traceparent, If-Match and If-None-Match', async () => {
     const res = await request(
       t.url,
       '/api/v1/users',
-      preflight('http://localhost:5173', 'PATCH', 'idempotency-key,traceparent,if-match'),
+      preflight(
+        'http://localhost:5173',
+        'PATCH',
+        'idempotency-key,traceparent,if-match,if-none-match',
+      ),
     );
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
@@ -80,6 +84,7 @@ describe('CORS with the default origins', () => {
         'idempotency-key',
         'traceparent',
         'if-match',
+        'if-none-match',
         'authorization',
         'content-type',
       ]),

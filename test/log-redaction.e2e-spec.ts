@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabaseUrl, usingPostgres } from './helpers/app.js';
+import { buildInto } from './helpers/build.js';
 import { request } from './helpers/http.js';
 
 /**
@@ -43,17 +44,7 @@ describe('database errors in the logs', () => {
 
   beforeAll(async () => {
     build = join(ROOT, 'data', `log-redaction-build-${randomBytes(4).toString('hex')}`);
-    execFileSync(
-      process.execPath,
-      [
-        join(ROOT, 'node_modules/typescript/bin/tsc'),
-        '-p',
-        'tsconfig.build.json',
-        '--outDir',
-        build,
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    buildInto(build);
     dir = mkdtempSync(join(tmpdir(), 'atrium-logs-'));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;

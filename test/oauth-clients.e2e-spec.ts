@@ -150,14 +150,26 @@ describe('OAuth client registry (/api/v1/oauth/clients)', () => {
       expect.arrayContaining(['/api/v1/oauth/clients', '/api/v1/oauth/clients/{client_id}']),
     );
     expect(doc.body.paths['/api/v1/oauth/clients'].post.requestBody).toBeDefined();
-    // the scope policy is in the document: the oauth2 scheme and each operation's scopes
+    // each route's declaration is its security requirement: the door's schemes, its scopes in oauth2
     const flow = doc.body.components.securitySchemes.oauth2.flows.authorizationCode;
     expect(flow.tokenUrl).toMatch(/\/oauth\/token$/);
     expect(flow.scopes['orders:write']).toBe('Place and cancel orders for you');
-    expect(doc.body.paths['/api/v1/users/{id}'].get['x-oauth-scopes']).toEqual(['users:read']);
-    expect(doc.body.paths['/api/v1/users/{id}/orders'].post['x-oauth-scopes']).toEqual([
-      'orders:write',
+    expect(doc.body.paths['/api/v1/users/{id}'].get.security).toEqual([
+      { bearer: [] },
+      { oauth2: ['users:read'] },
+      { basic: [] },
+      { api_key: [] },
     ]);
-    expect(doc.body.paths['/api/v1/api-keys'].post['x-oauth-available']).toBe(false);
+    expect(doc.body.paths['/api/v1/users/{id}/orders'].post.security).toContainEqual({
+      oauth2: ['orders:write'],
+    });
+    // not for partner apps: no oauth2 requirement; public: none at all
+    expect(doc.body.paths['/api/v1/api-keys'].post.security).toEqual([
+      { bearer: [] },
+      { basic: [] },
+      { api_key: [] },
+    ]);
+    expect(doc.body.paths['/api/v1/auth/token'].post.security).toEqual([]);
+    expect(doc.body.paths['/api/v1/auth/token'].post['x-atrium-public']).toBeUndefined();
   });
 });

@@ -10,6 +10,7 @@ import {
   authorizeUrl,
   Browser,
   exchangeCode,
+  followToPageOrApp,
   jwtParts,
   pkcePair,
   REDIRECT_URI,
@@ -39,14 +40,13 @@ describe('OAuth authorization server: protocol rules', () => {
   });
   afterAll(() => t?.close());
 
-  /** A full consent with offline_access (which OpenID Connect grants only with prompt=consent). */
+  /** Tokens with offline_access (no prompt=consent needed: see docs/oauth.md). */
   async function offlineTokens(client = partner) {
     const { redirect, verifier } = await authorize(t.url, {
       client,
       email: user.email,
       password: user.password,
       scope: OFFLINE,
-      prompt: 'consent',
     });
     const res = await exchangeCode(t.url, client, redirect.searchParams.get('code')!, verifier);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -243,6 +243,86 @@ describe('OAuth authorization server: protocol rules', () => {
     expect(wrongSecret.body.error).toBe('invalid_client');
   });
 
+  it('binds a code to its client and redirect URI, and a client to its secret (RFC 6749 4.1.3, 3.2.1)', async () => {
+    const other = await registerClient(admin, {
+      redirect_uris: [REDIRECT_URI, 'https://partner.example/other'],
+    });
+    const { redirect, verifier } = await authorize(t.url, {
+      client: partner,
+      email: user.email,
+      password: user.password,
+    });
+    const code = redirect.searchParams.get('code')!;
+    const form = {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    };
+    // redeemed by another client (with its own valid secret)
+    const foreign = await tokenRequest(t.url, other, form);
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error).toBe('invalid_grant');
+    // a confidential client that does not authenticate
+    const anonymous = await tokenRequest(t.url, { ...partner, client_secret: undefined }, form);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error).toBe('invalid_client');
+
+    const second = await authorize(t.url, {
+      client: other,
+      email: user.email,
+      password: user.password,
+    });
+    // another registered redirect URI than the one the code was issued for
+    const elsewhere = await tokenRequest(t.url, other, {
+      grant_type: 'authorization_code',
+      code: second.redirect.searchParams.get('code')!,
+      redirect_uri: 'https://partner.example/other',
+      code_verifier: second.verifier,
+    });
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body.error).toBe('invalid_grant');
+  });
+
+  it('refuses a scope the app is not registered for (invalid_scope) and a request_uri', async () => {
+    const { challenge } = pkcePair();
+    const base = {
+      client_id: partner.client_id,
+      response_type: 'code',
+      redirect_uri: REDIRECT_URI,
+      state: 's4',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    };
+    const scope = await authorizeStart({ ...base, scope: 'openid orders:write' });
+    expect(scope.status).toBe(303);
+    const s = new URL(scope.headers.get('location')!);
+    expect(s.origin + s.pathname).toBe(REDIRECT_URI);
+    expect(s.searchParams.get('error')).toBe('invalid_scope');
+    expect(s.searchParams.get('state')).toBe('s4');
+    expect(s.searchParams.get('iss')).toBe(`${PUBLIC_URL}/oauth`);
+
+    const byReference = await authorizeStart({
+      ...base,
+      scope: 'openid',
+      request_uri: 'https://partner.example/request.jwt',
+    });
+    const r = new URL(byReference.headers.get('location')!);
+    expect(r.searchParams.get('error')).toMatch(/^(request_uri_not_supported|invalid_request)$/);
+    expect(r.searchParams.get('code')).toBeNull();
+  });
+
+  it('refuses a refresh token presented by another client', async () => {
+    const tokens = await offlineTokens();
+    const other = await registerClient(admin);
+    const stolen = await tokenRequest(t.url, other, {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+    });
+    expect(stolen.status).toBe(400);
+    expect(stolen.body.error).toBe('invalid_grant');
+  });
+
   it('refuses a replayed code and revokes what the first redemption issued', async () => {
     const { redirect, verifier } = await authorize(t.url, {
       client: partner,
@@ -300,6 +380,97 @@ describe('OAuth authorization server: protocol rules', () => {
     expect(res.body.refresh_token).toBeUndefined();
     const offline = await offlineTokens();
     expect(offline.refresh_token).toBeTruthy();
+  });
+
+  it('honours offline_access without prompt=consent: asked once on the consent page, then remembered', async () => {
+    const member = await createUser(t.url);
+    const browser = new Browser(t.url);
+    /** Authorizes `scope` for `member` in `browser` and exchanges the code. */
+    const tokensFor = async (scope: string) => {
+      const { redirect, verifier } = await authorize(t.url, {
+        client: partner,
+        email: member.email,
+        password: member.password,
+        scope,
+        browser,
+      });
+      return exchangeCode(t.url, partner, redirect.searchParams.get('code')!, verifier);
+    };
+    const firstTokens = await tokensFor(OFFLINE);
+    expect(firstTokens.status).toBe(200);
+    expect(firstTokens.body.refresh_token).toBeTruthy();
+    const grants = await member.client.get('/api/v1/oauth/grants');
+    expect(grants.body.data[0].scopes).toContain('offline_access');
+
+    // the same request again, in the same browser: no page at all, and again a refresh token
+    const { verifier, challenge } = pkcePair();
+    const again = await browser.get(
+      authorizeUrl({
+        client_id: partner.client_id,
+        response_type: 'code',
+        redirect_uri: REDIRECT_URI,
+        scope: OFFLINE,
+        state: 's2',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      }),
+    );
+    const { res, url } = await followToPageOrApp(browser, again);
+    expect(res.status).toBe(303);
+    const code = new URL(url).searchParams.get('code');
+    expect(code, url).toBeTruthy();
+    const secondTokens = await exchangeCode(t.url, partner, code!, verifier);
+    expect(secondTokens.body.refresh_token).toBeTruthy();
+
+    // a request without offline_access still gets none, even though the grant has it
+    const plainTokens = await tokensFor('openid users:read');
+    expect(plainTokens.status).toBe(200);
+    expect(plainTokens.body.refresh_token).toBeUndefined();
+  });
+
+  it('asks for offline_access on the consent page, and prompt=none without that consent is consent_required', async () => {
+    const member = await createUser(t.url);
+    const first = await authorize(t.url, {
+      client: partner,
+      email: member.email,
+      password: member.password,
+      scope: 'openid users:read',
+    });
+    // signed in and consented to the other scopes: offline_access alone brings the consent page
+    const { challenge } = pkcePair();
+    const params = {
+      client_id: partner.client_id,
+      response_type: 'code',
+      redirect_uri: REDIRECT_URI,
+      scope: OFFLINE,
+      state: 's3',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    };
+    const silent = await followToPageOrApp(
+      first.browser,
+      await first.browser.get(authorizeUrl({ ...params, prompt: 'none' })),
+    );
+    expect(new URL(silent.url).searchParams.get('error')).toBe('consent_required');
+    const page = await followToPageOrApp(
+      first.browser,
+      await first.browser.get(authorizeUrl(params)),
+    );
+    expect(page.res.status).toBe(200);
+    expect(page.res.body).toContain('Keep this access when you are not using the app');
+  });
+
+  it('ignores offline_access for an app not registered for it: no refresh token', async () => {
+    const online = await registerClient(admin, { scopes: ['openid', 'users:read'] });
+    const { redirect, verifier } = await authorize(t.url, {
+      client: online,
+      email: user.email,
+      password: user.password,
+      scope: OFFLINE,
+    });
+    const res = await exchangeCode(t.url, online, redirect.searchParams.get('code')!, verifier);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.refresh_token).toBeUndefined();
   });
 
   it('rotates refresh tokens on every use; a reused one fails and revokes the grant', async () => {

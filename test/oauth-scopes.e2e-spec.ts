@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOPICS } from '../src/events/events.service.js';
 import { startApp, type TestApp } from './helpers/app.js';
-import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
+import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { client, type Client } from './helpers/http.js';
 import { authorize, exchangeCode, registerClient, type RegisteredClient } from './helpers/oauth.js';
 import { connect, gql, listening, subscribe } from './subscriptions-helpers.js';
@@ -117,6 +117,48 @@ describe('OAuth access tokens and scopes', () => {
       );
     });
 
+    it('reads the @auth of each object type the selection reaches: fragments and node(id:) too', async () => {
+      const order = await user.client.post(`/api/v1/users/${user.id}/orders`, {
+        currency: 'EUR',
+        items: [{ sku: 'A', quantity: 1, unit_price_cents: 100 }],
+      });
+      expect(order.status).toBe(201);
+      const token = await tokenFor('users:read');
+      const viaFragment = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { user(id: $id) { ...F } } fragment F on User { orders { totalCount } }`,
+        { id: user.id },
+      );
+      expect(viaFragment.data?.user).toBeNull();
+      expect(viaFragment.errors?.[0]?.extensions).toMatchObject({
+        code: 'FORBIDDEN',
+        requiredScopes: expect.arrayContaining(['orders:read']),
+      });
+      // node(id:) needs the scope of the id's type, even when only the id is selected
+      const viaNode = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { node(id: $id) { id } }`,
+        {
+          id: order.body.data.id,
+        },
+      );
+      expect(viaNode.data?.node).toBeNull();
+      expect(viaNode.errors?.[0]?.extensions).toMatchObject({
+        code: 'FORBIDDEN',
+        requiredScopes: ['orders:read'],
+      });
+      const ownUser = await gql(
+        t.url,
+        { bearer: token },
+        `query($id: ID!) { node(id: $id) { ... on User { id } } }`,
+        { id: user.id },
+      );
+      expect(ownUser.errors).toBeUndefined();
+      expect(ownUser.data?.node).toEqual({ id: user.id });
+    });
+
     it('needs the write scope for a mutation', async () => {
       const readOnly = await gql(
         t.url,
@@ -199,6 +241,33 @@ describe('OAuth access tokens and scopes', () => {
       await socket.dispose();
     });
 
+    it('stops a subscription that is already streaming once its grant is revoked: 4403 at the next event, nothing delivered after', async () => {
+      const app = await registerClient(admin, { scopes: ['openid', 'messages:read'] });
+      const room = await user.client.post('/api/v1/rooms', { name: unique('oauth-room-') });
+      expect(room.status).toBe(201);
+      const roomId = room.body.data.id as string;
+      const socket = await connect(t.url, { bearer: await tokenFor('messages:read', user, app) });
+      const sub = subscribe(
+        socket,
+        'subscription($r: ID!) { messageAdded(roomId: $r) { content } }',
+        { r: roomId },
+      );
+      await listening(t, TOPICS.messageAdded(roomId));
+      const send = async (content: string) =>
+        expect(
+          (await user.client.post(`/api/v1/rooms/${roomId}/messages`, { content })).status,
+        ).toBe(201);
+      await send('before');
+      await sub.waitFor(1);
+
+      // the user revokes the app while the subscription streams
+      expect((await user.client.delete(`/api/v1/oauth/grants/${app.client_id}`)).status).toBe(204);
+      await send('after the revocation');
+      // closed: nothing can arrive any more, so what was delivered is final
+      expect(await socket.closed).toBe(4403);
+      expect(sub.events.map((e) => e.messageAdded.content)).toEqual(['before']);
+    });
+
     it('refuses a token whose claims were altered (scope widened)', async () => {
       const token = await tokenFor('users:read');
       const [h, p] = token.split('.');
@@ -206,5 +275,32 @@ describe('OAuth access tokens and scopes', () => {
       const forged = `${h}.${Buffer.from(JSON.stringify({ ...payload, scope: 'users:write' })).toString('base64url')}.${token.split('.')[2]}`;
       expect((await client(t.url, { bearer: forged }).get('/api/v1/auth/me')).status).toBe(401);
     });
+  });
+});
+
+describe('an idle OAuth WebSocket whose grant is revoked', () => {
+  it('is closed with 4403 by the periodic check (WS_RECHECK_INTERVAL_S), without any event', async () => {
+    const t = await startApp({ WS_RECHECK_INTERVAL_S: '1' });
+    try {
+      const admin = await adminClient(t.url);
+      const user = await createUser(t.url);
+      const app = await registerClient(admin, { scopes: ['openid', 'messages:read'] });
+      const { redirect, verifier } = await authorize(t.url, {
+        client: app,
+        email: user.email,
+        password: user.password,
+        scope: 'messages:read',
+      });
+      const tokens = await exchangeCode(t.url, app, redirect.searchParams.get('code')!, verifier);
+      expect(tokens.status).toBe(200);
+      const socket = await connect(t.url, { bearer: tokens.body.access_token });
+      const sub = subscribe(socket, 'subscription { newMessage { id } }');
+      await listening(t, TOPICS.newMessage);
+      expect((await user.client.delete(`/api/v1/oauth/grants/${app.client_id}`)).status).toBe(204);
+      expect(await socket.closed).toBe(4403);
+      expect(sub.events).toEqual([]);
+    } finally {
+      await t.close();
+    }
   });
 });

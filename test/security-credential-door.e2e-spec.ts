@@ -250,7 +250,7 @@ describe('passport strategies per application', () => {
 });
 
 describe('OpenAPI security requirements from @Authenticated', () => {
-  it('lists Bearer, Basic and API key once on every protected route (/auth/me and /api-keys included), none on public ones', async () => {
+  it('lists Bearer, Basic and API key once on every protected route (/auth/me and /api-keys included), security: [] on public ones', async () => {
     const t = await startApp();
     try {
       const doc = await request(t.url, '/api/docs-json');
@@ -266,7 +266,7 @@ describe('OpenAPI security requirements from @Authenticated', () => {
       const expected = [{ bearer: [] }, { basic: [] }, { api_key: [] }];
       for (const { route, op } of ops) {
         if (publicRoutes.has(route) || !route.includes('/api/v1/')) {
-          expect(op.security, route).toBeUndefined();
+          expect(op.security, route).toEqual([]);
         } else {
           // OAuth tokens are one more Bearer kind; the oauth2 entry carries the route's scopes
           const oauth = (op.security as Record<string, string[]>[]).filter((s) => 'oauth2' in s);

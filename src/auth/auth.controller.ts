@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { withEtag } from '../common/etag.js';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
 import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import { ApiBare, ApiDoc, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
@@ -12,9 +13,11 @@ import { UsersService } from '../users/users.service.js';
 import { Authenticated, CurrentCaller, Public } from './auth.decorators.js';
 import type { Caller } from './caller.js';
 import { CredentialsService } from './credentials.service.js';
+import { Role } from './role.js';
 import { RefreshInput, TokenInput } from './dto/auth.inputs.js';
 import { TokenPair } from './dto/auth.responses.js';
 import { SessionService } from './session.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 @ApiTags('auth')
 @Controller('auth')
@@ -44,7 +47,7 @@ export class AuthController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const answer = await this.door.checkPassword(input.email, input.password, req.ip);
+    const answer = await this.door.checkPassword(input.email, input.password, req.ip, req.id);
     if (answer.kind === 'throttled') {
       throw refuseWith(reply, answer.throttle.limit, answer.throttle, TOO_MANY_FAILURES);
     }
@@ -75,10 +78,13 @@ export class AuthController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     try {
-      return await this.sessions.refresh(input.refresh_token);
+      return await this.sessions.refresh(input.refresh_token, {
+        address: req.ip,
+        requestId: req.id,
+      });
     } catch (err) {
       if (err instanceof DomainError && err.code === 'unauthorized') {
-        const answer = await this.door.failed(req.ip);
+        const answer = await this.door.failed(req.ip, 'refresh-token', req.id);
         if (answer.kind === 'throttled') {
           throw refuseWith(reply, answer.throttle.limit, answer.throttle, TOO_MANY_FAILURES);
         }
@@ -89,6 +95,7 @@ export class AuthController {
 
   /** Self-service sign-up: always creates a USER. */
   @Post('register')
+  @Idempotent()
   @Public()
   @ApiDoc('Sign up', 'Self-service registration; the new user is always a USER.')
   @ApiSingle(UserResponse, { status: 201, location: true })
@@ -96,11 +103,11 @@ export class AuthController {
   async register(@Body() input: RegisterInput, @Res({ passthrough: true }) reply: FastifyReply) {
     const user = await this.users.register(input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
-    return { data: toRestUser(user, { userId: user.id, role: user.role, method: 'basic' }) };
+    return withEtag(reply, toRestUser(user, { userId: user.id, role: user.role, method: 'basic' }));
   }
 
   @Get('me')
-  @Authenticated()
+  @Authenticated({ role: Role.GUEST, scopes: [] })
   @ApiDoc(
     'Who am I',
     'The caller’s user and how they authenticated (method, effective role, API key).',

@@ -11,6 +11,8 @@ export interface CredentialThrottle {
   limit: number;
   count: number;
   resetMs: number;
+  /** Which bucket refused: the client address's, or the target account's (a lock-out). */
+  bucket?: 'address' | 'account';
 }
 
 /** A request bucket after counting one request: answer 429 when not `allowed`. */

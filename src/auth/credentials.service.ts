@@ -1,4 +1,4 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { AppPassport, type CarrierRequest } from './app-passport.js';
 import { AuthService } from './auth.service.js';
 import type { Caller } from './caller.js';
@@ -22,6 +22,24 @@ export interface CredentialCarrier {
   queryApiKey?: string;
   /** The client address (TRUSTED_PROXIES honoured), for the failed-credential accounting. */
   address: string | undefined;
+  /** The request's id, for the security log lines (a WebSocket has none). */
+  requestId?: string;
+}
+
+/** The kind of credential refused, for the security log. */
+type RefusedScheme = CredentialScheme | 'refresh-token';
+
+/** Where a credential came from: the client address and the request id (a carrier is one). */
+type ClientRef = Pick<CredentialCarrier, 'address' | 'requestId'>;
+
+/** A security line's fields: what was refused, for which account, from where. Never the credential. */
+function securityFields(scheme: RefusedScheme, from: ClientRef, account?: string) {
+  return {
+    scheme,
+    account: account?.slice(0, 254),
+    address: from.address,
+    request_id: from.requestId,
+  };
 }
 
 export type CredentialScheme = 'bearer' | 'basic' | 'api-key' | 'api-key-query';
@@ -82,6 +100,7 @@ export function decodeBasic(credential: string): { email: string; password: stri
  */
 @Injectable()
 export class CredentialsService {
+  private readonly security = new Logger('Security');
   private readonly verifiers: CredentialVerifier[] = [];
   private readonly verified = new Map<string, AccessClaims>();
   private readonly attempts: CredentialAttempts;
@@ -131,26 +150,35 @@ export class CredentialsService {
     if (authorization !== undefined && authorization !== '') {
       const bearer = BEARER.exec(authorization)?.[1];
       if (bearer !== undefined) {
-        return this.check('bearer', bearer, carrier.address);
+        return this.check(bearer, 'bearer', carrier);
       }
       const basic = BASIC.exec(authorization)?.[1];
       if (basic !== undefined) {
-        return this.checkBasic(basic, carrier.address);
+        return this.checkBasic(basic, carrier);
       }
-      return this.refuse(carrier.address); // an unknown scheme or a malformed header
+      // an unknown scheme or a malformed header
+      return this.refuse('bearer', carrier);
     }
     if (carrier.apiKey) {
-      return this.check('api-key', carrier.apiKey, carrier.address);
+      return this.check(carrier.apiKey, 'api-key', carrier);
     }
     if (carrier.queryApiKey) {
-      return this.check('api-key-query', carrier.queryApiKey, carrier.address);
+      return this.check(carrier.queryApiKey, 'api-key-query', carrier);
     }
     return { kind: 'anonymous' };
   }
 
   /** An email and password (POST /auth/token, the sign-in form): the same rules as Basic. */
-  checkPassword(email: string, password: string, address: string | undefined): Promise<DoorAnswer> {
-    return this.checkBasic(Buffer.from(`${email}:${password}`).toString('base64'), address);
+  checkPassword(
+    email: string,
+    password: string,
+    address: string | undefined,
+    requestId?: string,
+  ): Promise<DoorAnswer> {
+    return this.checkBasic(Buffer.from(`${email}:${password}`).toString('base64'), {
+      address,
+      requestId,
+    });
   }
 
   /**
@@ -169,23 +197,24 @@ export class CredentialsService {
     return current?.userId === caller.userId ? current : undefined;
   }
 
-  private async checkBasic(credential: string, address: string | undefined): Promise<DoorAnswer> {
+  private async checkBasic(credential: string, from: ClientRef): Promise<DoorAnswer> {
     const parsed = decodeBasic(credential);
     if (!parsed) {
-      return this.refuse(address);
+      return this.refuse('basic', from);
     }
     const account = parsed.email.trim().toLowerCase();
-    const throttle = await this.attempts.beforePassword(account, address);
+    const throttle = await this.attempts.beforePassword(account, from.address);
     if (throttle) {
+      this.throttled('basic', from, throttle, account);
       return { kind: 'throttled', throttle };
     }
-    return this.check('basic', credential, address, account);
+    return this.check(credential, 'basic', from, account);
   }
 
   private async check(
-    scheme: CredentialScheme,
     credential: string,
-    address: string | undefined,
+    scheme: CredentialScheme,
+    from: ClientRef,
     account?: string,
   ): Promise<DoorAnswer> {
     for (const verifier of this.verifiers) {
@@ -197,20 +226,61 @@ export class CredentialsService {
         return { kind: 'caller', caller, session: { verifier, credential } };
       }
     }
-    return this.refuse(address, account);
+    return this.refuse(scheme, from, account);
   }
 
   /**
    * A credential checked elsewhere was wrong (a refresh token): counted against the address like
    * any failed check; 'throttled' once the address is past its budget, else 'invalid'.
    */
-  failed(address: string | undefined): Promise<DoorAnswer> {
-    return this.refuse(address);
+  failed(
+    address: string | undefined,
+    scheme: RefusedScheme = 'refresh-token',
+    requestId?: string,
+  ): Promise<DoorAnswer> {
+    return this.refuse(scheme, { address, requestId });
   }
 
-  private async refuse(address: string | undefined, account?: string): Promise<DoorAnswer> {
-    const throttle = await this.attempts.failed(address, account);
-    return throttle ? { kind: 'throttled', throttle } : { kind: 'invalid' };
+  /**
+   * A failed check: counted, and logged. A wrong password is a failed login (warn); a wrong token or
+   * key is logged at info (an expired token is routine); a refusal by a bucket is warn.
+   */
+  private async refuse(
+    scheme: RefusedScheme,
+    from: ClientRef,
+    account?: string,
+  ): Promise<DoorAnswer> {
+    const throttle = await this.attempts.failed(from.address, account);
+    if (throttle) {
+      this.throttled(scheme, from, throttle, account);
+      return { kind: 'throttled', throttle };
+    }
+    const fields = securityFields(scheme, from, account);
+    if (account !== undefined) {
+      this.security.warn({ event: 'login_failed', ...fields }, 'wrong email or password');
+    } else {
+      this.security.log({ event: 'credential_invalid', ...fields }, 'invalid credentials');
+    }
+    return { kind: 'invalid' };
+  }
+
+  /** A credential bucket refused: a lock-out of the account, or too many failures from the address. */
+  private throttled(
+    scheme: RefusedScheme,
+    from: ClientRef,
+    throttle: CredentialThrottle,
+    account?: string,
+  ): void {
+    this.security.warn(
+      {
+        event: 'credential_throttled',
+        bucket: throttle.bucket,
+        ...securityFields(scheme, from, account),
+      },
+      throttle.bucket === 'account'
+        ? 'account locked out: too many failed passwords'
+        : 'too many failed credential checks from this address',
+    );
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Unauthorized } from '../common/errors.js';
 import { DatabaseService } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
@@ -17,6 +17,8 @@ export { TokenPair };
  */
 @Injectable()
 export class SessionService {
+  private readonly security = new Logger('Security');
+
   constructor(
     private readonly db: DatabaseService,
     private readonly refreshTokens: RefreshTokensRepository,
@@ -24,16 +26,30 @@ export class SessionService {
     private readonly auth: AuthService,
   ) {}
 
-  async refresh(refreshToken: string): Promise<TokenPair> {
+  /** `client` (address, request id) is for the security log line of a reuse. */
+  async refresh(
+    refreshToken: string,
+    client: { address?: string; requestId?: string } = {},
+  ): Promise<TokenPair> {
     const hash = sha256(refreshToken);
     const { token, hash: nextHash } = this.tokens.newOpaqueToken('rt_');
     const issued = await this.db.transaction(async ({ manager }) => {
       const now = new Date();
       const claimed = await this.refreshTokens.claim(manager, hash, now.toISOString());
       if (!claimed) {
-        const family = await this.refreshTokens.usedFamily(manager, hash);
-        if (family) {
-          await this.refreshTokens.revokeFamily(manager, family);
+        const used = await this.refreshTokens.usedFamily(manager, hash);
+        if (used) {
+          await this.refreshTokens.revokeFamily(manager, used.family);
+          this.security.warn(
+            {
+              event: 'refresh_token_reuse',
+              user_id: used.userId,
+              token_family: used.family,
+              address: client.address,
+              request_id: client.requestId,
+            },
+            'a used refresh token was presented again: its family is revoked',
+          );
         }
         return undefined;
       }

@@ -6,7 +6,7 @@ import {
   randomBytes,
   type KeyObject,
 } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import jwt from 'jsonwebtoken';
@@ -60,11 +60,26 @@ export class TokenService {
     if (existsSync(file)) {
       return readFileSync(file, 'utf8');
     }
-    this.logger.warn(`JWT_PRIVATE_KEY is not set: generated a signing key and kept it in ${file}`);
     mkdirSync(this.config.dataDir, { recursive: true });
-    const pem = generate();
-    writeFileSync(file, pem, { mode: 0o600 });
-    return pem;
+    // Replicas sharing DATA_DIR (one volume) may boot together: the key is written to a file of
+    // this process's own and linked into place, which only one of them can do; the others read the
+    // winner's key, so every replica signs with the same one.
+    const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(temp, generate(), { mode: 0o600 });
+    try {
+      linkSync(temp, file);
+      this.logger.warn(
+        `JWT_PRIVATE_KEY is not set: generated a signing key and kept it in ${file}; ` +
+          'every replica must share this file (one DATA_DIR volume) or JWT_PRIVATE_KEY',
+      );
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw err;
+      }
+    } finally {
+      rmSync(temp, { force: true });
+    }
+    return readFileSync(file, 'utf8');
   }
 
   get accessTtlS(): number {

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { PublicUrl } from './public-url.js';
+import { ShutdownState } from './shutdown.js';
 
 @Global()
-@Module({ providers: [PublicUrl], exports: [PublicUrl] })
+@Module({ providers: [PublicUrl, ShutdownState], exports: [PublicUrl, ShutdownState] })
 export class CommonModule {}

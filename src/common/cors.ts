@@ -1,5 +1,6 @@
 import type { FastifyCorsOptions } from '@fastify/cors';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * Origin matching for browsers (REST, GraphQL over HTTP and the WebSocket upgrade), from
@@ -78,6 +79,7 @@ export const CORS_ALLOWED_HEADERS = [
 
 export const CORS_EXPOSED_HEADERS = [
   'ETag',
+  'Idempotent-Replayed',
   'Link',
   'Location',
   'X-Request-Id',
@@ -128,5 +130,32 @@ export function corsOptionsDelegate(allowed: readonly string[]) {
     } else {
       cb(null, { ...base, origin: grant.allowOrigin, credentials: true });
     }
+  };
+}
+
+type CorsHook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
+
+/**
+ * Requests without `Origin` (everything but browsers) skip @fastify/cors: for them its hook only
+ * adds `Origin` to `Vary` (the options delegate refuses them), but it first spreads two copies of
+ * the options per request (~10 µs, docs/performance.md). Nest runs the hook `app.enableCors()`
+ * registered as the adapter's `corsHook` (and copies `Vary` and `Access-Control-*` to the raw
+ * response after it), so wrapping that one function changes nothing else; a request with `Origin`,
+ * or whose reply already has a `Vary`, goes through @fastify/cors as before. Call once Fastify is
+ * ready (its plugins, @fastify/cors among them, are loaded then).
+ */
+export function skipCorsWithoutOrigin(adapter: FastifyAdapter): void {
+  const holder = adapter as unknown as { corsHook?: CorsHook };
+  const cors = holder.corsHook;
+  if (typeof cors !== 'function') {
+    return;
+  }
+  holder.corsHook = (req, reply, done) => {
+    if (req.headers.origin === undefined && !reply.hasHeader('vary')) {
+      void reply.header('Vary', 'Origin');
+      done();
+      return;
+    }
+    cors(req, reply, done);
   };
 }

@@ -12,10 +12,12 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'not_acceptable',
   'conflict',
+  'idempotency_key_in_progress',
   'precondition_failed',
   'payload_too_large',
   'unsupported_media_type',
   'validation_failed',
+  'idempotency_key_reused',
   'rate_limited',
   'query_too_complex',
   'internal_error',
@@ -74,6 +76,7 @@ export function statusOf(code: ErrorCode): number {
     case 'not_acceptable':
       return 406;
     case 'conflict':
+    case 'idempotency_key_in_progress':
       return 409;
     case 'precondition_failed':
       return 412;
@@ -82,6 +85,7 @@ export function statusOf(code: ErrorCode): number {
     case 'unsupported_media_type':
       return 415;
     case 'validation_failed':
+    case 'idempotency_key_reused':
       return 422;
     case 'rate_limited':
       return 429;

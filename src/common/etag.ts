@@ -1,8 +1,12 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
 
-/** Strong entity tag of a serialized body. */
+/**
+ * Strong entity tag of a serialized body: SHA-1, base64url. The one-shot `crypto.hash` gives the
+ * same digest as `createHash().update().digest()` at about half the CPU (no Hash object per call).
+ */
 export function etagOf(payload: string | Buffer): string {
-  return `"${createHash('sha1').update(payload).digest('base64url')}"`;
+  return `"${hash('sha1', payload, 'base64url')}"`;
 }
 
 function tags(header: string): string[] {
@@ -25,4 +29,13 @@ export function ifMatchHits(header: string, etag: string): boolean {
 /** ETag of the single-resource body `{ data }` exactly as the GET handler serializes it. */
 export function resourceEtag(data: unknown): string {
   return etagOf(JSON.stringify({ data }));
+}
+
+/**
+ * The body `{ data }` of a write that returns a resource (201, PUT, PATCH), with the ETag a following
+ * GET of that resource would send: a client can send it as If-Match on its next write without a GET.
+ */
+export function withEtag<T>(reply: FastifyReply, data: T): { data: T } {
+  void reply.header('ETag', resourceEtag(data));
+  return { data };
 }

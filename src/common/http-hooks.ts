@@ -154,6 +154,8 @@ export interface HttpHookOptions {
    * application (and its rate limiter) exists.
    */
   countUnrouted?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  /** True from the shutdown signal on (src/common/shutdown.ts): responses carry `Connection: close`. */
+  draining?: () => boolean;
 }
 
 /**
@@ -164,6 +166,14 @@ export interface HttpHookOptions {
 export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOptions): void {
   const fastify: FastifyInstance = adapter.getInstance();
   const routes = new RouteTable();
+  // Graceful shutdown: from the signal on (draining) and once close() began, responses tell
+  // keep-alive clients to hang up, so the server can close once in-flight requests are done instead
+  // of waiting out idle sockets; a request arriving on such a connection after close() began is 503.
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   fastify.addHook('onRoute', (route) => routes.add(route.url, route.method));
 
   fastify.removeContentTypeParser('text/plain');
@@ -173,6 +183,17 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
   adapter.setOnRequestHook(
     (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
       void reply.header('X-Request-Id', req.id);
+      if (closing) {
+        // the server no longer accepts connections; this one was open (keep-alive) when it closed
+        sendError(
+          reply,
+          new DomainError(
+            'service_unavailable',
+            'The server is shutting down; retry on a new connection',
+          ),
+        );
+        return;
+      }
       if (versioning(req, reply)) {
         return;
       }
@@ -239,16 +260,8 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
     },
   );
 
-  // Graceful shutdown: responses finished after close() began tell keep-alive clients to hang up,
-  // so the server can close once in-flight requests are done instead of waiting out idle sockets.
-  let closing = false;
-  fastify.addHook('preClose', (done) => {
-    closing = true;
-    done();
-  });
-
   fastify.addHook('onSend', (req, reply, payload, done) => {
-    if (closing) {
+    if (closing || options.draining?.()) {
       void reply.header('Connection', 'close');
     }
     if (

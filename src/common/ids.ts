@@ -2,6 +2,8 @@ import { monotonicFactory } from 'ulid';
 
 export const ID_PREFIXES = {
   user: 'usr',
+  /** `Admin` (GraphQL): an administrator, the same ULID as its user's `usr_` id. */
+  admin: 'adm',
   order: 'ord',
   post: 'pst',
   room: 'rom',

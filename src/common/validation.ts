@@ -66,12 +66,23 @@ function assertStorableText(value: unknown, root = ''): void {
   }
 }
 
-/** class-validator errors -> `[{field, message}]` (nested members as `items.0.sku`). */
+/**
+ * class-validator errors -> `[{field, message}]` (nested members as `items.0.sku`). A member that is
+ * absent but has rules (optional members skip theirs with ValidateIf) is required: it gets the one
+ * message `<field> is required`, not the rules an absent value happens to break ("must be shorter
+ * than..."). Every input of every resource reports missing members this way, REST and GraphQL alike.
+ */
 export function toDetails(errors: ValidationError[], parent = ''): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   for (const error of errors) {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    for (const message of Object.values(error.constraints ?? {})) {
+    const constraints = Object.values(error.constraints ?? {});
+    const unknownMember = constraints.some((m) => m.startsWith('property '));
+    if (error.value === undefined && constraints.length > 0 && !unknownMember) {
+      details.push({ field, message: `${field} is required` });
+      continue;
+    }
+    for (const message of constraints) {
       details.push({
         field,
         message: message.startsWith('property ') ? `${field} is not a known member` : message,

@@ -23,7 +23,29 @@ describe('loadConfig', () => {
       type: 'postgres',
       url: 'postgres://u@h:5432/db',
       schema: 'atrium_x',
+      connectTimeoutMs: 5_000,
+      queryTimeoutMs: 10_000,
     });
+    const tuned = loadConfig({
+      DATABASE_URL: 'postgres://u@h:5432/db',
+      DATABASE_CONNECT_TIMEOUT_MS: '1500',
+      DATABASE_QUERY_TIMEOUT_MS: '20000',
+    });
+    expect(tuned.database).toMatchObject({ connectTimeoutMs: 1_500, queryTimeoutMs: 20_000 });
+  });
+
+  it('keeps /metrics on the main port and replays idempotency keys for a day unless told otherwise', () => {
+    expect(loadConfig({})).toMatchObject({ metricsPort: undefined, idempotencyTtlS: 86_400 });
+    expect(loadConfig({ METRICS_PORT: '9464', IDEMPOTENCY_TTL_S: '60' })).toMatchObject({
+      metricsPort: 9464,
+      idempotencyTtlS: 60,
+    });
+    expect(() => loadConfig({ PORT: '3000', METRICS_PORT: '3000' })).toThrow(
+      /^Invalid configuration: METRICS_PORT must differ from PORT/,
+    );
+    expect(() => loadConfig({ IDEMPOTENCY_TTL_S: '0' })).toThrow(
+      /^Invalid configuration: IDEMPOTENCY_TTL_S must be between/,
+    );
   });
 
   it('treats empty values as unset', () => {

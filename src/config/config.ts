@@ -4,7 +4,15 @@ import { config as loadDotenv } from 'dotenv';
 /** Where the database lives; parsed from DATABASE_URL. */
 export type DatabaseConfig =
   | { type: 'sqlite'; path: string }
-  | { type: 'postgres'; url: string; schema?: string };
+  | {
+      type: 'postgres';
+      url: string;
+      schema?: string;
+      /** Longest wait for a pooled connection (a free one, or a new one's handshake). */
+      connectTimeoutMs: number;
+      /** Longest wait for a statement's answer; then its connection is closed (a hung server). */
+      queryTimeoutMs: number;
+    };
 
 export interface AppConfig {
   nodeEnv: 'development' | 'production' | 'test';
@@ -38,12 +46,25 @@ export interface AppConfig {
   /** How often an idle WebSocket's credentials are checked again (docs/realtime.md). */
   wsRecheckIntervalS: number;
   trustedProxies: string[];
+  /** Port of the internal listener serving /metrics alone; unset = /metrics on the main port. */
+  metricsPort?: number;
+  /** How long an Idempotency-Key's first response is kept and replayed (docs/idempotency.md). */
+  idempotencyTtlS: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   graphqlIntrospection: boolean;
   graphqlDevelopment: boolean;
   dataDir: string;
   /** HTTP server timeouts and request-shape limits (docs/limits.md). */
   http: HttpLimitsConfig;
+  /** Graceful shutdown on SIGTERM/SIGINT (docs/limits.md "Shutdown"). */
+  shutdown: ShutdownConfig;
+}
+
+export interface ShutdownConfig {
+  /** Time between the signal and closing the server, with readiness already answering 503. */
+  drainDelayMs: number;
+  /** The process exits at most this long after the signal, whatever is still open. */
+  graceMs: number;
 }
 
 export interface HttpLimitsConfig {
@@ -120,7 +141,7 @@ function url(name: string, raw: string, protocols: string[]): URL {
   return parsed;
 }
 
-function parseDatabase(raw: string): DatabaseConfig {
+function parseDatabase(raw: string, env: NodeJS.ProcessEnv): DatabaseConfig {
   if (raw.startsWith('sqlite:')) {
     const path = raw.slice('sqlite:'.length);
     if (path === '') {
@@ -138,7 +159,13 @@ function parseDatabase(raw: string): DatabaseConfig {
     );
   }
   parsed.searchParams.delete('schema');
-  return { type: 'postgres', url: parsed.toString(), schema };
+  return {
+    type: 'postgres',
+    url: parsed.toString(),
+    schema,
+    connectTimeoutMs: int(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    queryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', 10_000, 100, 3_600_000),
+  };
 }
 
 /** Reads and validates the whole configuration; throws ConfigError on the first bad value. */
@@ -155,7 +182,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const publicUrl = (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
   url('PUBLIC_URL', publicUrl, ['http:', 'https:']);
 
-  const database = parseDatabase(env.DATABASE_URL ?? 'sqlite:data/atrium.sqlite');
+  const database = parseDatabase(env.DATABASE_URL ?? 'sqlite:data/atrium.sqlite', env);
+  const metricsPort =
+    env.METRICS_PORT === undefined || env.METRICS_PORT === ''
+      ? undefined
+      : int(env, 'METRICS_PORT', 0, 0, 65535);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port})`);
+  }
+
   const redisUrl = env.REDIS_URL === undefined || env.REDIS_URL === '' ? undefined : env.REDIS_URL;
   if (redisUrl !== undefined) {
     url('REDIS_URL', redisUrl, ['redis:', 'rediss:']);
@@ -244,12 +279,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       .split(',')
       .map((p) => p.trim())
       .filter((p) => p !== ''),
+    metricsPort,
+    idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     logLevel,
     graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION', true),
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
     dataDir: env.DATA_DIR ?? 'data',
     http: loadHttpLimits(env),
+    shutdown: loadShutdown(env),
   };
+}
+
+function loadShutdown(env: NodeJS.ProcessEnv): ShutdownConfig {
+  const drainDelayMs = int(env, 'SHUTDOWN_DRAIN_DELAY_MS', 0, 0, 600_000);
+  const graceMs = int(env, 'SHUTDOWN_GRACE_MS', 8_000, 100, 3_600_000);
+  if (graceMs <= drainDelayMs) {
+    throw new ConfigError(
+      'SHUTDOWN_GRACE_MS',
+      `must be longer than SHUTDOWN_DRAIN_DELAY_MS (${drainDelayMs}), got ${graceMs}`,
+    );
+  }
+  return { drainDelayMs, graceMs };
 }
 
 function loadHttpLimits(env: NodeJS.ProcessEnv): HttpLimitsConfig {

@@ -36,3 +36,18 @@ describe('HTTP limits configuration', () => {
     expect(() => loadConfig({ BODY_MAX_DEPTH: '0' })).toThrow(/BODY_MAX_DEPTH must be between/);
   });
 });
+
+describe('shutdown configuration', () => {
+  it('has the documented defaults and reads both variables', () => {
+    expect(loadConfig({}).shutdown).toEqual({ drainDelayMs: 0, graceMs: 8_000 });
+    expect(
+      loadConfig({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '25000' }).shutdown,
+    ).toEqual({ drainDelayMs: 5_000, graceMs: 25_000 });
+  });
+
+  it('refuses a grace period that does not outlast the drain delay', () => {
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_DELAY_MS: '8000' })).toThrow(
+      'SHUTDOWN_GRACE_MS must be longer than SHUTDOWN_DRAIN_DELAY_MS (8000), got 8000',
+    );
+  });
+});

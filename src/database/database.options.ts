@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '../config/config.js';
+import { ClosingOnTimeoutClient } from './pg-client.js';
 import { InitialSchema1763700000000 } from './migrations/1763700000000-initial-schema.js';
 import { MessageSequence1763800000000 } from './migrations/1763800000000-message-sequence.js';
 import { SessionIntegrity1763900000000 } from './migrations/1763900000000-session-integrity.js';
@@ -9,6 +10,7 @@ import { OAuth1763950000000 } from './migrations/1763950000000-oauth.js';
 import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
 import { ListCounts1764000000000 } from './migrations/1764000000000-list-counts.js';
 import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexes.js';
+import { IdempotencyKeys1764100000000 } from './migrations/1764100000000-idempotency-keys.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -17,6 +19,7 @@ export const MIGRATIONS = [
   OAuth1763950000000,
   ListCounts1764000000000,
   ListIndexes1764000000001,
+  IdempotencyKeys1764100000000,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */
@@ -53,7 +56,15 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
     maxQueryExecutionTime: SLOW_QUERY_MS,
     // names the app's backends in pg_stat_activity (per test schema, so a test can find its own)
     applicationName: db.schema ? `atrium/${db.schema}` : 'atrium',
-    // a schema per test suite keeps suites apart on one database (see test/helpers/app.ts)
-    extra: { max: 10, ...(db.schema ? { options: `-c search_path=${db.schema}` } : {}) },
+    // bounded waits, so that a hung or unreachable server is a quick 503 (docs/data-integrity.md):
+    // for a pooled connection (pg-pool's connectionTimeoutMillis) and for each statement's answer
+    connectTimeoutMS: db.connectTimeoutMs,
+    extra: {
+      max: 10,
+      query_timeout: db.queryTimeoutMs,
+      Client: ClosingOnTimeoutClient,
+      // a schema per test suite keeps suites apart on one database (see test/helpers/app.ts)
+      ...(db.schema ? { options: `-c search_path=${db.schema}` } : {}),
+    },
   };
 }

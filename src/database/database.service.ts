@@ -1,7 +1,16 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryFailedError, type QueryRunner } from 'typeorm';
+import {
+  DataSource,
+  EntityManager,
+  QueryFailedError,
+  type AfterQueryEvent,
+  type BeforeQueryEvent,
+  type EntitySubscriberInterface,
+  type QueryRunner,
+} from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
+import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
 
 type AfterCommit = () => void | Promise<void>;
 
@@ -24,6 +33,17 @@ export interface TxContext {
 }
 
 type QueryFn = (...args: unknown[]) => Promise<unknown>;
+
+/** When the statement now running on a query runner started (performance.now()). */
+const STARTED = Symbol('statementStarted');
+
+/** The part of pg's Pool the pool gauges read. */
+interface PgPool {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+  options: { max?: number };
+}
 
 /**
  * The one door for writes. On PostgreSQL each transaction gets its own pooled connection.
@@ -51,18 +71,76 @@ export class DatabaseService {
   private outsideInFlight = 0;
   private outsideDrained: (() => void) | null = null;
   private readonly statements = new Map<string, SqliteStatement>();
+  /** SQLite: transactions queued behind the open one, and statements waiting for it to close. */
+  private txQueued = 0;
+  private statementsWaiting = 0;
   readonly dialect: 'sqlite' | 'postgres';
 
-  constructor(@InjectDataSource() readonly dataSource: DataSource) {
+  constructor(
+    @InjectDataSource() readonly dataSource: DataSource,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {
     this.dialect = dataSource.options.type === 'postgres' ? 'postgres' : 'sqlite';
     if (this.dialect === 'sqlite') {
       this.gateTypeormRunner();
     }
+    if (metrics) {
+      this.instrument(metrics);
+    }
+  }
+
+  /**
+   * Statement durations (`atrium_db_query_duration_seconds`) of everything TypeORM runs, from its
+   * before/after-query events (the SQLite fast path in `query` times itself), and the pool gauges.
+   */
+  private instrument(metrics: MetricsService): void {
+    const timer: EntitySubscriberInterface = {
+      beforeQuery(event: BeforeQueryEvent) {
+        (event.queryRunner as QueryRunner & { [STARTED]?: number })[STARTED] = performance.now();
+      },
+      afterQuery(event: AfterQueryEvent) {
+        const started = (event.queryRunner as QueryRunner & { [STARTED]?: number })[STARTED];
+        if (started !== undefined) {
+          metrics.recordQuery((performance.now() - started) / 1000, event.success);
+        }
+      },
+    };
+    this.dataSource.subscribers.push(timer);
+    metrics.setPoolReader(() => this.poolUsage());
+  }
+
+  /**
+   * PostgreSQL: pg's pool (connections in use and idle, requests waiting for one). SQLite: one
+   * connection, in use while a transaction is open or a statement runs through TypeORM; waiting are
+   * the transactions queued behind the open one and the statements held until it closes.
+   */
+  private poolUsage(): PoolUsage | undefined {
+    if (this.dialect === 'postgres') {
+      const pool = (this.dataSource.driver as unknown as { master?: PgPool }).master;
+      return pool
+        ? {
+            inUse: pool.totalCount - pool.idleCount,
+            idle: pool.idleCount,
+            waiting: pool.waitingCount,
+            max: pool.options.max ?? 10,
+          }
+        : undefined;
+    }
+    const inUse = this.txOpen || this.outsideInFlight > 0 ? 1 : 0;
+    return { inUse, idle: 1 - inUse, waiting: this.txQueued + this.statementsWaiting, max: 1 };
   }
 
   private async waitForOpenTransaction(): Promise<void> {
-    while (this.txOpen) {
-      await this.txClosed;
+    if (!this.txOpen) {
+      return;
+    }
+    this.statementsWaiting += 1;
+    try {
+      while (this.txOpen) {
+        await this.txClosed;
+      }
+    } finally {
+      this.statementsWaiting -= 1;
     }
   }
 
@@ -118,14 +196,19 @@ export class DatabaseService {
     }
     // from here on synchronous: nothing else can run on the connection until the statement is done
     this.dataSource.logger.logQuery(sql, values);
+    const started = performance.now();
     try {
       const statement = this.statement(sql);
+      let rows: T[] = [];
       if (statement.reader) {
-        return statement.all(...values) as T[];
+        rows = statement.all(...values) as T[];
+      } else {
+        statement.run(...values);
       }
-      statement.run(...values);
-      return [];
+      this.metrics?.recordQuery((performance.now() - started) / 1000, true);
+      return rows;
     } catch (err) {
+      this.metrics?.recordQuery((performance.now() - started) / 1000, false);
       throw new QueryFailedError(sql, values, err as Error);
     }
   }
@@ -206,7 +289,11 @@ export class DatabaseService {
     if (this.dialect === 'postgres') {
       return run();
     }
-    const exclusive = () => this.exclusively(run);
+    this.txQueued += 1;
+    const exclusive = () => {
+      this.txQueued -= 1;
+      return this.exclusively(run);
+    };
     const next = this.tail.then(exclusive, exclusive);
     this.tail = next.catch(() => undefined);
     return next;

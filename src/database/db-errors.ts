@@ -27,9 +27,9 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_BUSY',
 ]);
 
-/** node-postgres reports a lost socket by message only. */
+/** node-postgres reports a lost socket, and a statement unanswered within query_timeout, by message only. */
 const UNAVAILABLE_MESSAGES =
-  /Connection terminated|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect|Client was closed|connection is closed/i;
+  /Connection terminated|Query read timeout|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect|Client was closed|connection is closed/i;
 
 /**
  * TypeORM's own errors when a transaction's connection died under it (TypeORM releases the runner of

@@ -47,13 +47,16 @@ export class RefreshTokensRepository {
   }
 
   /** The family of a token that was already used (a replay), or undefined. */
-  async usedFamily(manager: EntityManager, tokenHash: string): Promise<string | undefined> {
-    const rows = await manager.query<{ family_id: string | null; id: string }[]>(
-      `SELECT id, family_id FROM refresh_tokens WHERE token_hash = ${this.p(1)} AND used_at IS NOT NULL`,
+  async usedFamily(
+    manager: EntityManager,
+    tokenHash: string,
+  ): Promise<{ family: string; userId: string } | undefined> {
+    const rows = await manager.query<{ family_id: string | null; id: string; user_id: string }[]>(
+      `SELECT id, family_id, user_id FROM refresh_tokens WHERE token_hash = ${this.p(1)} AND used_at IS NOT NULL`,
       [tokenHash],
     );
     const row = rows[0];
-    return row ? (row.family_id ?? row.id) : undefined;
+    return row ? { family: row.family_id ?? row.id, userId: row.user_id } : undefined;
   }
 
   async insert(

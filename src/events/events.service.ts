@@ -11,6 +11,7 @@ import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
 import type { Redis } from 'ioredis';
 import { DatabaseService } from '../database/database.service.js';
 import type { MessageEvent } from '../messages/message.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { firstConnection } from '../redis/redis.module.js';
 import type { User } from '../users/user.js';
 import { RoomSequencer } from './room-sequencer.js';
@@ -31,15 +32,26 @@ export const TOPICS = {
   userUpdated: (userId: string) => `userUpdated:${userId}`,
 } as const;
 
+/** Every event on the bus: when it was published (ms since the epoch), for the delivery-lag metric. */
+interface BusEvent {
+  publishedAt?: number;
+}
+
 /** A sent message on the bus: `seq` is its room's sequence number (commit order, see RoomSequencer). */
-export interface MessageSentEvent {
+export interface MessageSentEvent extends BusEvent {
   message: MessageEvent;
   seq: number;
 }
 
-interface UserUpdatedEvent {
+interface UserUpdatedEvent extends BusEvent {
   user: User;
 }
+
+/** Channel names as metric labels. */
+const CHANNEL_LABELS: Record<string, string> = {
+  [CHANNELS.userUpdated]: 'user_updated',
+  [CHANNELS.messageSent]: 'message_sent',
+};
 
 /**
  * Domain events. Services publish them after their transaction commits (never from inside it), so a
@@ -56,14 +68,17 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly emitter = new EventEmitter();
   /** Local fan-out to this instance's subscribers. */
   readonly local: PubSub;
-  private readonly sequencer = new RoomSequencer<MessageSentEvent & { roomId: string }>((e) =>
-    this.deliverMessage(e.message),
+  private readonly sequencer = new RoomSequencer<MessageSentEvent & { roomId: string }>(
+    (e) => this.deliverMessage(e),
+    undefined,
+    (reason, count) => this.metrics.eventsDropped.inc({ channel: 'message_sent', reason }, count),
   );
   private busSubscriptions: number[] = [];
 
   constructor(
     @Inject(PUB_SUB) readonly pubSub: PubSubEngine,
     private readonly db: DatabaseService,
+    private readonly metrics: MetricsService,
   ) {
     this.emitter.setMaxListeners(0); // one listener per subscriber: hundreds per room are normal
     this.local = new PubSub({ eventEmitter: this.emitter });
@@ -135,11 +150,18 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   // ---- publishing (after commit) -----------------------------------------------------------
 
   userUpdated(user: User): Promise<void> {
-    return this.publish(CHANNELS.userUpdated, { user } satisfies UserUpdatedEvent);
+    return this.publish(CHANNELS.userUpdated, {
+      user,
+      publishedAt: Date.now(),
+    } satisfies UserUpdatedEvent);
   }
 
   messageSent(message: MessageEvent, seq: number): Promise<void> {
-    return this.publish(CHANNELS.messageSent, { message, seq } satisfies MessageSentEvent);
+    return this.publish(CHANNELS.messageSent, {
+      message,
+      seq,
+      publishedAt: Date.now(),
+    } satisfies MessageSentEvent);
   }
 
   // ---- subscribing (this instance's subscribers) -------------------------------------------
@@ -165,10 +187,23 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** A failed publish (Redis down) loses the event, logged: the change itself has committed. */
   private async publish(channel: string, payload: object): Promise<void> {
+    const label = CHANNEL_LABELS[channel] ?? channel;
     try {
       await this.pubSub.publish(channel, payload);
+      this.metrics.eventsPublished.inc({ channel: label });
     } catch (err) {
+      this.metrics.eventsDropped.inc({ channel: label, reason: 'publish_failed' });
       this.logger.warn({ err }, `event on ${channel} lost: the bus is unavailable`);
+    }
+  }
+
+  /** Publish (on whichever instance) to local fan-out; wall clocks, so across hosts it includes their skew. */
+  private observeLag(channel: string, event: BusEvent): void {
+    if (typeof event.publishedAt === 'number') {
+      this.metrics.eventLag.observe(
+        { channel },
+        Math.max(0, Date.now() - event.publishedAt) / 1000,
+      );
     }
   }
 
@@ -179,13 +214,16 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     this.sequencer.push({ ...e, roomId: e.message.roomId });
   }
 
-  private deliverMessage(message: MessageEvent): void {
+  private deliverMessage(event: MessageSentEvent): void {
+    this.observeLag('message_sent', event);
+    const message = event.message;
     void this.local.publish(TOPICS.newMessage, message);
     void this.local.publish(TOPICS.messageAdded(message.roomId), message);
   }
 
   private onUserUpdated(e: UserUpdatedEvent): void {
     if (e?.user?.id) {
+      this.observeLag('user_updated', e);
       void this.local.publish(TOPICS.userUpdated(e.user.id), e.user);
     }
   }

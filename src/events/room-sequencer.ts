@@ -24,12 +24,19 @@ interface RoomState {
   timer?: NodeJS.Timeout;
 }
 
+/**
+ * Why the sequencer did not deliver: `gap_skipped` counts the missing events it gave up waiting
+ * for; `stale` an event that came after its place was passed (late, or a duplicate).
+ */
+export type SequencerDrop = 'gap_skipped' | 'stale';
+
 export class RoomSequencer<T extends Sequenced> {
   private readonly rooms = new Map<string, RoomState>();
 
   constructor(
     private readonly deliver: (event: T) => void,
     private readonly gapWaitMs = 1_000,
+    private readonly dropped: (reason: SequencerDrop, count: number) => void = () => undefined,
   ) {}
 
   /** The room's last committed seq when tracking starts (its next event is lastSeq + 1). */
@@ -46,7 +53,8 @@ export class RoomSequencer<T extends Sequenced> {
       this.rooms.set(event.roomId, room);
     }
     if (event.seq < room.next || room.pending?.has(event.seq)) {
-      return; // late (its gap was already skipped) or a duplicate
+      this.dropped('stale', 1); // late (its gap was already skipped) or a duplicate
+      return;
     }
     if (event.seq === room.next && !room.pending?.size) {
       room.next += 1; // the common case: in order, nothing waiting
@@ -95,7 +103,9 @@ export class RoomSequencer<T extends Sequenced> {
       if (!room.pending?.size) {
         return;
       }
-      room.next = Math.min(...room.pending.keys());
+      const first = Math.min(...room.pending.keys());
+      this.dropped('gap_skipped', first - room.next);
+      room.next = first;
       this.drain(room);
       if (room.pending?.size) {
         this.armTimer(room);

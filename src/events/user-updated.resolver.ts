@@ -1,4 +1,4 @@
-import { Args, Context, ID, Resolver, Subscription } from '@nestjs/graphql';
+import { Args, Context, Directive, ID, Resolver, Subscription } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';
@@ -25,6 +25,7 @@ export class UserUpdatedResolver {
     resolve: (user: User, _args: unknown, ctx: GqlContext): User =>
       canSeeEmail(user, ctx.caller) ? user : { ...user, email: null },
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   async userUpdated(
     @Args('id', { type: () => ID }) id: string,
     @Context() ctx: GqlContext,

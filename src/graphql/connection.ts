@@ -13,6 +13,7 @@ export enum OrderDirection {
 registerEnumType(OrderDirection, { name: 'OrderDirection' });
 
 @ObjectType('PageInfo')
+@Directive('@auth(scopes: [])')
 @Directive('@cacheControl(inheritMaxAge: true)')
 export class PageInfo {
   @Field()
@@ -30,13 +31,13 @@ export class PageInfo {
 
 /** Runtime shape of a connection. Promise-valued getters are evaluated only when selected. */
 export interface ConnectionValue<T> {
-  edges: { cursor: string; node: T }[];
+  readonly edges: { cursor: string; node: T }[];
   nodes: T[];
   pageInfo: {
     readonly hasNextPage: boolean | Promise<boolean>;
     readonly hasPreviousPage: boolean | Promise<boolean>;
-    startCursor: string | null;
-    endCursor: string | null;
+    readonly startCursor: string | null;
+    readonly endCursor: string | null;
   };
   /** May be a promise: computed only when selected (see connectionFromRows). */
   readonly totalCount: number | Promise<number>;
@@ -46,10 +47,13 @@ export interface ConnectionValue<T> {
  * Connection and edge types for a node type:
  *   @ObjectType('UserConnection') export class UserConnection extends Connection(User) {}
  * The edge type is named `<Node>Edge` and inherits the connection's cache hint; give the concrete
- * connection class its own `@Directive('@cacheControl(maxAge: N)')` (or `inheritMaxAge: true`).
+ * connection class its own `@Directive('@cacheControl(maxAge: N)')` (or `inheritMaxAge: true`) and
+ * its `@Directive('@auth(scopes: [...])')` (the edge needs no scope of its own: it is reached only
+ * through its connection, and its `node` is checked as the node type).
  */
 export function Connection<T>(nodeType: Type<T>, nodeName = nodeType.name) {
   @ObjectType(`${nodeName}Edge`)
+  @Directive('@auth(scopes: [])')
   @Directive('@cacheControl(inheritMaxAge: true)')
   class Edge {
     @Field()
@@ -200,7 +204,10 @@ export function connectionFromRows<T>(
   if (window.backward) {
     page.reverse();
   }
-  const edges = page.map((node) => ({ cursor: cursorOf(node), node }));
+  // Edges and cursors are built only when selected (a page of 20 users asking for `nodes` of 5 posts
+  // each would otherwise encode 120 cursors nobody reads), once.
+  let edges: { cursor: string; node: T }[] | undefined;
+  const edgesOf = () => (edges ??= page.map((node) => ({ cursor: cursorOf(node), node })));
   const beyond = (
     given: unknown,
     side: 'before-after' | 'after-before',
@@ -213,15 +220,44 @@ export function connectionFromRows<T>(
     get hasPreviousPage() {
       return window.backward ? more : beyond(window.after, 'before-after');
     },
-    startCursor: edges[0]?.cursor ?? null,
-    endCursor: edges[edges.length - 1]?.cursor ?? null,
+    get startCursor() {
+      return edgesOf()[0]?.cursor ?? null;
+    },
+    get endCursor() {
+      const all = edgesOf();
+      return all[all.length - 1]?.cursor ?? null;
+    },
   };
   return {
-    edges,
+    get edges() {
+      return edgesOf();
+    },
     nodes: page,
     pageInfo,
     get totalCount() {
       return lazy.totalCount();
+    },
+  };
+}
+
+/**
+ * The same connection over other nodes (`map` of each node), as lazy as the original: edges,
+ * cursors and the total are still computed only when selected.
+ */
+export function mapConnection<T, U>(
+  connection: ConnectionValue<T>,
+  map: (node: T) => U,
+): ConnectionValue<U> {
+  const nodes = connection.nodes.map(map);
+  let edges: { cursor: string; node: U }[] | undefined;
+  return {
+    get edges() {
+      return (edges ??= connection.edges.map((e, i) => ({ cursor: e.cursor, node: nodes[i] })));
+    },
+    nodes,
+    pageInfo: connection.pageInfo,
+    get totalCount() {
+      return connection.totalCount;
     },
   };
 }

@@ -50,7 +50,7 @@ function assertNotCsrf(req: FastifyRequest): void {
   }
   throw new GraphQLError(
     'A GET request with Basic credentials must include the header apollo-require-preflight: true (CSRF protection)',
-    { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } },
+    { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } },
   );
 }
 
@@ -94,6 +94,7 @@ export class GraphqlContextFactory {
       apiKey: single(req.headers['x-api-key']),
       queryApiKey: req.method === 'GET' && typeof q === 'string' ? q : undefined,
       address: req.ip,
+      requestId: req.id,
     });
     let caller: MaybeCaller;
     switch (answer.kind) {
@@ -110,6 +111,8 @@ export class GraphqlContextFactory {
       case 'anonymous':
         break;
     }
+    // the request's log line names its caller, as for REST (src/common/logging.ts)
+    (req as FastifyRequest & { caller?: MaybeCaller }).caller = caller;
     return {
       transport: 'http',
       caller,

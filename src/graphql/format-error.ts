@@ -4,7 +4,10 @@ import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../common/errors.js';
 import { toDomainError } from '../common/http-exception.filter.js';
 
-/** The `extensions.code` values of docs/contract.md section 6. */
+/**
+ * The `extensions.code` values of docs/contract.md section 6: ours for domain errors, and Apollo's
+ * standard codes for request errors (what Apollo Client and Studio users match on).
+ */
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
@@ -13,7 +16,26 @@ export type GqlErrorCode =
   | 'CONFLICT'
   | 'RATE_LIMITED'
   | 'QUERY_TOO_COMPLEX'
-  | 'INTERNAL_SERVER_ERROR';
+  | 'INTERNAL_SERVER_ERROR'
+  | ApolloRequestCode;
+
+/** Apollo Server's request error codes (`ApolloServerErrorCode`), passed through unchanged. */
+export type ApolloRequestCode =
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'BAD_REQUEST'
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'PERSISTED_QUERY_NOT_SUPPORTED'
+  | 'OPERATION_RESOLUTION_FAILURE';
+
+const APOLLO_REQUEST_CODES = new Set<string>([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_REQUEST',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+  'OPERATION_RESOLUTION_FAILURE',
+] satisfies ApolloRequestCode[]);
 
 const CONTRACT_CODES = new Set<string>([
   'UNAUTHENTICATED',
@@ -24,6 +46,7 @@ const CONTRACT_CODES = new Set<string>([
   'RATE_LIMITED',
   'QUERY_TOO_COMPLEX',
   'INTERNAL_SERVER_ERROR',
+  ...APOLLO_REQUEST_CODES,
 ]);
 
 /** The one mapping from domain error codes to GraphQL codes (CONTRIBUTING.md, house style 5). */
@@ -46,6 +69,8 @@ export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
       return 'BAD_USER_INPUT';
     case 'conflict':
     case 'precondition_failed':
+    case 'idempotency_key_in_progress': // REST only (docs/idempotency.md)
+    case 'idempotency_key_reused':
       return 'CONFLICT';
     case 'rate_limited':
       return 'RATE_LIMITED';
@@ -57,28 +82,31 @@ export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
   }
 }
 
-/**
- * Apollo's and graphql-js's own request errors (parse, validation, variable coercion, bad request)
- * all mean "fix your request": BAD_USER_INPUT, with Apollo's code kept in `extensions.reason`.
- */
-const APOLLO_REQUEST_CODES = new Set([
-  'GRAPHQL_PARSE_FAILED',
-  'GRAPHQL_VALIDATION_FAILED',
-  'BAD_USER_INPUT',
-  'BAD_REQUEST',
-  'OPERATION_RESOLUTION_FAILURE',
-  'PERSISTED_QUERY_NOT_FOUND',
-  'PERSISTED_QUERY_NOT_SUPPORTED',
-]);
-
 const CONTEXT_FAILED = 'Context creation failed: ';
+
+// graphql-js 16's messages for an absent non-null input member, in a literal and in a variable
+const MISSING_MEMBER =
+  /(?:^Variable "\$\w+" got invalid value .*? at "\w+((?:\.\w+|\[\d+\])*)"; |^Variable "\$\w+" got invalid value .*?; |^)Field "(?:\w+\.)?(\w+)" of required type "[^"]+" was not provided\.$/s;
+
+/**
+ * `details: [{field, message: "<field> is required"}]` for a missing input member, as REST reports it
+ * (the schema, not class-validator, refuses it here). `field` is the member's path in the input.
+ */
+function missingMember(message: string): ErrorDetail[] | undefined {
+  const m = MISSING_MEMBER.exec(message);
+  if (!m) {
+    return undefined;
+  }
+  const at = (m[1] ?? '').replace(/\[(\d+)\]/g, '.$1').replace(/^\./, '');
+  const field = at ? `${at}.${m[2]}` : m[2];
+  return [{ field, message: `${field} is required` }];
+}
 const logger = new Logger('GraphQL');
 
 interface Formatted extends GraphQLFormattedError {
   extensions?: {
     code: GqlErrorCode;
     details?: ErrorDetail[];
-    reason?: string;
     [k: string]: unknown;
   };
 }
@@ -128,26 +156,39 @@ export function formatGraphqlError(
   const candidates = [original, (original as GraphQLError | undefined)?.originalError];
   for (const candidate of candidates) {
     const code = candidate instanceof GraphQLError ? candidate.extensions.code : undefined;
-    if (typeof code === 'string' && CONTRACT_CODES.has(code) && code !== 'BAD_USER_INPUT') {
+    if (
+      typeof code === 'string' &&
+      CONTRACT_CODES.has(code) &&
+      code !== 'BAD_USER_INPUT' &&
+      !APOLLO_REQUEST_CODES.has(code)
+    ) {
       const { http: _http, code: _code, ...extra } = (candidate as GraphQLError).extensions;
       return withCode(formatted, code as GqlErrorCode, message, extra);
     }
   }
 
+  // Apollo's and graphql-js's request errors keep Apollo's code: parse, validation, persisted
+  // queries, operation resolution, malformed requests (BAD_REQUEST), and BAD_USER_INPUT for
+  // variables that do not coerce (the one request error that is about the caller's input values)
   const apolloCode = formatted.extensions?.code;
-  if (typeof apolloCode === 'string' && APOLLO_REQUEST_CODES.has(apolloCode)) {
+  if (
+    typeof apolloCode === 'string' &&
+    (APOLLO_REQUEST_CODES.has(apolloCode) || apolloCode === 'BAD_USER_INPUT')
+  ) {
     const details =
-      (original as GraphQLError | undefined)?.originalError instanceof GraphQLError
+      ((original as GraphQLError | undefined)?.originalError instanceof GraphQLError
         ? ((original as GraphQLError).originalError as GraphQLError).extensions.details
-        : formatted.extensions?.details;
-    return withCode(formatted, 'BAD_USER_INPUT', message, {
-      reason: apolloCode,
-      ...(Array.isArray(details) ? { details } : {}),
-    });
+        : formatted.extensions?.details) ?? missingMember(message);
+    return withCode(
+      formatted,
+      apolloCode as GqlErrorCode,
+      message,
+      Array.isArray(details) ? { details } : {},
+    );
   }
 
   // Apollo's own request errors without a code but with a 4xx status (a persisted query whose hash
-  // does not match, an unsupported persisted query version): the client's fault, not ours
+  // does not match, an unsupported persisted query version): a malformed request, not our fault
   const status = (original as GraphQLError | undefined)?.extensions?.http as
     | { status?: number }
     | undefined;
@@ -158,7 +199,7 @@ export function formatGraphqlError(
     status.status >= 400 &&
     status.status < 500
   ) {
-    return withCode(formatted, 'BAD_USER_INPUT', message, { reason: 'BAD_REQUEST' });
+    return withCode(formatted, 'BAD_REQUEST', message);
   }
 
   logger.error({ err: original }, 'unexpected GraphQL error');

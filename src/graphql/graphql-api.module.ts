@@ -17,8 +17,9 @@ import {
 import { formatGraphqlError } from './format-error.js';
 import { GraphqlCoreModule } from './graphql-core.module.js';
 import { cacheControlHeaderPlugin, operationPolicyPlugin } from './graphql.plugins.js';
+import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
-import { allowLandingPageAssets } from './landing-page.csp.js';
+import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
 import { registerRequestLimits } from './request-limits.js';
 import './role.graphql.js';
@@ -46,8 +47,9 @@ export function apolloOptions(
     },
     transformSchema: (schema) => authDirectiveTransformer(withAuthDirective(schema)),
     introspection: config.graphqlIntrospection,
-    // the development landing page (GraphiQL); in production Apollo's landing page is disabled
-    graphiql: config.graphqlDevelopment,
+    // no CDN page: @nestjs/apollo's GraphiQL loads from unpkg. `false` disables Apollo's own landing
+    // page; in development our self-hosted GraphiQL (landing-page.ts) is the one landing page
+    graphiql: false,
     // replaced by a narrower check in the context factory (GET + Basic credentials only): see there
     csrfPrevention: false,
     hideSchemaDetailsFromClientErrors: hideSchemaDetails(config),
@@ -63,6 +65,7 @@ export function apolloOptions(
       ApolloServerPluginCacheControl({ defaultMaxAge: 0, calculateHttpHeaders: false }),
       operationPolicyPlugin,
       cacheControlHeaderPlugin,
+      ...(config.graphqlDevelopment ? [selfHostedGraphiql] : []),
     ],
     // Fastify: Apollo calls the context function with (request, reply)
     context: (req: FastifyRequest, reply: FastifyReply) => contexts.forHttp(req, reply),
@@ -85,7 +88,7 @@ export function apolloOptions(
       useFactory: apolloOptions,
     }),
   ],
-  providers: [NodeResolver, GraphqlWsServer],
+  providers: [NodeResolver, GraphqlWsServer, GraphqlTelemetryPlugin],
 })
 export class GraphqlApiModule implements OnModuleInit {
   constructor(
@@ -99,7 +102,7 @@ export class GraphqlApiModule implements OnModuleInit {
       GRAPHQL_PATH,
     );
     if (this.config.graphqlDevelopment) {
-      allowLandingPageAssets(
+      registerLandingPage(
         this.adapterHost.httpAdapter.getInstance<FastifyInstance>(),
         GRAPHQL_PATH,
       );

@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
+import type { FastifyInstance } from 'fastify';
 import {
   createSourceEventStream,
   execute,
@@ -24,13 +25,16 @@ import {
   type GraphQLFormattedError,
   type ValidationRule,
 } from 'graphql';
-import type { Disposable } from 'graphql-ws';
+import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../common/cors.js';
+import { ShutdownState } from '../common/shutdown.js';
+import { fairMessages } from './ws-fair-queue.js';
 import type { MaybeCaller } from '../auth/caller.js';
 import { CredentialsService } from '../auth/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import {
   CLOSE_TOO_MANY_CONNECTIONS,
   SocketLimitsService,
@@ -47,10 +51,16 @@ import { authenticationRequired, isIntrospectionOnly } from './operation-rules.j
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
+import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
 export const WS_MAX_PAYLOAD = 64 * 1024;
+/** What this server keeps on graphql-ws's per-socket `extra`. */
+type SocketState = SocketTelemetry & {
+  caller?: MaybeCaller;
+  rights?: SocketCaller;
+};
 
 function credentialsLapsed(): GraphQLError {
   return new GraphQLError('Credentials no longer valid', {
@@ -79,6 +89,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly documents = new Map<string, DocumentNode | readonly GraphQLError[]>();
   /** The socket an operation's context belongs to (for per-event charges). */
   private readonly socketOf = new WeakMap<object, SocketRef>();
+  /** The operation an operation's context belongs to (metrics of the subscribe step). */
+  private readonly operationOf = new WeakMap<object, WsOperation>();
+  private readonly telemetry: WsTelemetry;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -87,7 +100,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly contexts: GraphqlContextFactory,
     private readonly limits: SocketLimitsService,
     private readonly door: CredentialsService,
-  ) {}
+    private readonly shutdown: ShutdownState,
+    private readonly metrics: MetricsService,
+  ) {
+    this.telemetry = new WsTelemetry(
+      metrics,
+      () => adapterHost.httpAdapter.getInstance<FastifyInstance>().log,
+      (request) => limits.clientAddress(request),
+    );
+  }
 
   onApplicationBootstrap(): void {
     const schema = this.schemaHost.schema;
@@ -97,15 +118,14 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       ...(this.config.graphqlIntrospection ? [] : [NoSchemaIntrospectionCustomRule]),
     ];
     this.wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD });
-    this.disposable = useServer<
-      Record<string, unknown>,
-      { caller?: MaybeCaller; rights?: SocketCaller }
-    >(
+    this.metrics.setSocketCounter(() => this.wss?.clients.size ?? 0);
+    this.disposable = useServer<Record<string, unknown>, SocketState>(
       {
         schema,
         onConnect: async (ctx) => {
           // the credential door, as for HTTP: invalid -> 4403; refused by a credential bucket -> 4429
           const address = this.limits.clientAddress(ctx.extra.request);
+          this.telemetry.log(ctx.extra);
           const answer = await this.contexts.fromConnectionParams(ctx.connectionParams, address);
           if (answer.kind === 'throttled') {
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many failed credential checks');
@@ -116,6 +136,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           }
           const caller = answer.kind === 'caller' ? answer.caller : undefined;
           ctx.extra.caller = caller;
+          this.telemetry.identified(ctx.extra, caller);
           const identity = this.limits.identityOf(caller, address);
           if (!this.limits.acquireConnection(ctx, identity)) {
             ctx.extra.socket.close(CLOSE_TOO_MANY_CONNECTIONS, 'Too many connections');
@@ -131,79 +152,33 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
               this.config.wsRecheckIntervalS * 1000,
             );
           }
+          this.telemetry.connected(ctx.extra);
           return true;
         },
-        onClose: (ctx) => {
+        onClose: (ctx, code, reason) => {
           ctx.extra.rights?.dispose();
           this.limits.releaseConnection(ctx);
+          // operations still being set up end by themselves (refused, or completed by graphql-ws)
+          this.telemetry.closed(ctx.extra, code, reason);
         },
-        onSubscribe: async (
-          ctx,
-          _id,
-          payload,
-        ): Promise<ExecutionArgs | readonly GraphQLError[]> => {
-          if (!this.limits.operationAllowed(ctx)) {
-            return [this.limits.tooManyOperationsError()];
+        onComplete: (ctx, id) => this.telemetry.completed(ctx.extra, id),
+        onSubscribe: async (ctx, id, payload) => {
+          const op = this.telemetry.started(ctx.extra, id);
+          const answer = await this.prepare(ctx, payload, op);
+          if (Array.isArray(answer)) {
+            this.telemetry.refused(ctx.extra, op, answer);
+          } else {
+            this.telemetry.accepted(ctx.extra, op);
           }
-          const tooLarge = variablesViolation(payload.variables);
-          if (tooLarge) {
-            return [variablesTooLarge(tooLarge)];
-          }
-          // every operation runs with the caller's current rights (the look-ups a REST request makes)
-          const rights = ctx.extra.rights;
-          const caller = rights ? await rights.current() : undefined;
-          if (rights && !caller) {
-            return [credentialsLapsed()]; // and the socket is closed with 4403
-          }
-          ctx.extra.caller = caller;
-          const document = this.parseAndValidate(payload.query);
-          if (!('kind' in document)) {
-            return document;
-          }
-          const operation = getOperationAST(document, payload.operationName);
-          if (!operation) {
-            return [new GraphQLError('Could not determine which operation to run (operationName)')];
-          }
-          if (!caller && !isIntrospectionOnly(document, operation)) {
-            return [authenticationRequired()];
-          }
-          let requested: number;
-          try {
-            requested = operationCost(
-              schema,
-              document,
-              payload.variables ?? undefined,
-              payload.operationName,
-            );
-          } catch (err) {
-            return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
-          }
-          const limit =
-            operation.operation === OperationTypeNode.SUBSCRIPTION
-              ? MAX_SUBSCRIPTION_COST
-              : MAX_QUERY_COST;
-          if (requested > limit) {
-            return [tooComplex(requested, limit)];
-          }
-          // a request from the identity's request bucket and the cost from its budget, as over HTTP
-          const refused = await this.limits.chargeOperation(ctx, requested);
-          if (refused) {
-            return [refused];
-          }
-          const contextValue = this.contexts.forSocket(caller, ctx.connectionParams, rights);
-          contextValue.cost = { requested, limit };
-          this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
-          return {
-            schema,
-            document,
-            operationName: payload.operationName,
-            variableValues: payload.variables,
-            contextValue,
-          };
+          return answer;
         },
         subscribe: (args) => this.subscribeCharged(args),
-        onError: (_ctx, _id, _payload, errors) => errors.map((e) => this.format(e)),
-        onNext: (_ctx, _id, _payload, args, result) => {
+        onError: (ctx, id, _payload, errors) => {
+          this.telemetry.failed(ctx.extra, id, errors);
+          return errors.map((e) => this.format(e));
+        },
+        onNext: (ctx, id, _payload, args, result) => {
+          this.telemetry.next(ctx.extra, id, result);
           // queries and mutations: the response cap of HTTP (events are capped in subscribeCharged)
           const single =
             getOperationAST(args.document, args.operationName)?.operation !==
@@ -222,6 +197,82 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   /**
+   * The checks of one `subscribe` message (rights, document, authentication, cost, rate limits):
+   * the execution arguments, or the errors to send. Notes the operation's name, type and cost on `op`.
+   */
+  private async prepare(
+    ctx: Context<Record<string, unknown>, SocketState>,
+    payload: SubscribePayload,
+    op: WsOperation,
+  ): Promise<ExecutionArgs | readonly GraphQLError[]> {
+    const schema = this.schemaHost.schema;
+    if (!this.limits.operationAllowed(ctx)) {
+      return [this.limits.tooManyOperationsError()];
+    }
+    const tooLarge = variablesViolation(payload.variables);
+    if (tooLarge) {
+      return [variablesTooLarge(tooLarge)];
+    }
+    // every operation runs with the caller's current rights (the look-ups a REST request makes)
+    const rights = ctx.extra.rights;
+    const caller = rights ? await rights.current() : undefined;
+    if (rights && !caller) {
+      return [credentialsLapsed()]; // and the socket is closed with 4403
+    }
+    ctx.extra.caller = caller;
+    const document = this.parseAndValidate(payload.query);
+    if (!('kind' in document)) {
+      return document;
+    }
+    const operation = getOperationAST(document, payload.operationName);
+    if (!operation) {
+      return [
+        new GraphQLError('Could not determine which operation to run (operationName)', {
+          extensions: { code: 'OPERATION_RESOLUTION_FAILURE' },
+        }),
+      ];
+    }
+    if (!caller && !isIntrospectionOnly(document, operation)) {
+      return [authenticationRequired()];
+    }
+    let requested: number;
+    try {
+      requested = operationCost(
+        schema,
+        document,
+        payload.variables ?? undefined,
+        payload.operationName,
+      );
+    } catch (err) {
+      return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
+    }
+    this.telemetry.resolved(op, operation, requested);
+    const limit =
+      operation.operation === OperationTypeNode.SUBSCRIPTION
+        ? MAX_SUBSCRIPTION_COST
+        : MAX_QUERY_COST;
+    if (requested > limit) {
+      return [tooComplex(requested, limit)];
+    }
+    // a request from the identity's request bucket and the cost from its budget, as over HTTP
+    const refused = await this.limits.chargeOperation(ctx, requested);
+    if (refused) {
+      return [refused];
+    }
+    const contextValue = this.contexts.forSocket(caller, ctx.connectionParams, rights);
+    contextValue.cost = { requested, limit };
+    this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
+    this.operationOf.set(contextValue, op);
+    return {
+      schema,
+      document,
+      operationName: payload.operationName,
+      variableValues: payload.variables,
+      contextValue,
+    };
+  }
+
+  /**
    * graphql-js `subscribe`, with each event run under the subscriber's current rights and charged
    * before its selection runs: the operation's cost
    * is spent from the identity's budget again for every event (a subscription re-executes its
@@ -232,6 +283,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     args: ExecutionArgs,
   ): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
     const source = await createSourceEventStream(args);
+    const op = this.operationOf.get(args.contextValue as object);
+    if (op) {
+      this.telemetry.subscribed(op, isAsyncIterable(source));
+    }
     if (!isAsyncIterable(source)) {
       return source;
     }
@@ -265,6 +320,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     if (path !== GRAPHQL_PATH) {
       return; // not ours (nothing else upgrades today; the socket times out)
     }
+    if (this.shutdown.draining) {
+      // a new socket would be closed with 1001 in a moment: open it on another instance
+      socket.end(
+        'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+      );
+      return;
+    }
     const origin = req.headers.origin;
     if (origin !== undefined && !originAllowed(origin, this.config.corsOrigins)) {
       socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
@@ -275,7 +337,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       socket.destroy();
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      fairMessages(ws); // a burst of messages on one socket must not starve other clients
+      wss.emit('connection', ws, req);
+    });
   };
 
   /** Parsed and validated documents by text (the schema and rules never change while running). */
@@ -285,12 +350,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       // tokens, fields, aliases, same-name pairs, arguments: bounded before validation runs
       const document = parseBounded(query);
       if (document instanceof GraphQLError) {
-        cached = [document];
+        cached = [withDefaultCode(document, 'GRAPHQL_PARSE_FAILED')];
       } else {
         const errors = validate(this.schemaHost.schema, document, this.rules, {
           maxErrors: MAX_VALIDATION_ERRORS,
         });
-        cached = errors.length > 0 ? errors : document;
+        cached =
+          errors.length > 0
+            ? errors.map((e) => withDefaultCode(e, 'GRAPHQL_VALIDATION_FAILED'))
+            : document;
       }
       if (this.documents.size > 500) {
         this.documents.clear();
@@ -303,8 +371,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private format(error: GraphQLError): GraphQLFormattedError {
     let json = error.toJSON();
     if (json.extensions?.code === undefined && !error.originalError && !error.path) {
-      // graphql-js's own parse, validation and variable errors carry no code
-      json = { ...json, extensions: { ...json.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } };
+      // parse and validation errors got their code above: what is left is a variable that does
+      // not coerce, BAD_USER_INPUT as Apollo says over HTTP
+      json = { ...json, extensions: { ...json.extensions, code: 'BAD_USER_INPUT' } };
     }
     const formatted = formatGraphqlError(json, error);
     // as over HTTP: hints only in development with introspection on
@@ -322,4 +391,19 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
     this.logger.debug('GraphQL WebSocket server closed');
   }
+}
+
+/** Apollo's code for a graphql-js request error that carries none of its own (ours keep theirs). */
+function withDefaultCode(error: GraphQLError, code: string): GraphQLError {
+  if (error.extensions.code !== undefined) {
+    return error;
+  }
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...error.extensions, code },
+  });
 }

@@ -1,3 +1,5 @@
+import Negotiator from 'negotiator';
+
 const GQL_RESPONSE = 'application/graphql-response+json';
 
 /**
@@ -24,4 +26,38 @@ export function wantsGraphqlResponseJson(accept: string | undefined | null): boo
     }
   }
   return gql > 0 && gql > json;
+}
+
+/** The media types Apollo Server answers a single result with (its own list, in its order). */
+const SINGLE_RESULT_TYPES = [
+  'application/json; charset=utf-8',
+  'application/graphql-response+json; charset=utf-8',
+  'application/json; callbackSpec=1.0; charset=utf-8',
+];
+
+/**
+ * False when no media type Apollo can answer with is acceptable to `accept`: the same negotiation
+ * (same library, same list) Apollo runs, but Apollo runs it after executing the operation, so a
+ * mutation sent with such an `Accept` was applied and then answered 406. Checked before execution.
+ */
+export function acceptsGraphqlResult(accept: string | undefined): boolean {
+  if (!accept) {
+    return true;
+  }
+  return new Negotiator({ headers: { accept } }).mediaType(SINGLE_RESULT_TYPES) !== undefined;
+}
+
+/** True when a GET prefers HTML, by Apollo's own test: its landing page answers those, not an operation. */
+export function prefersHtml(accept: string | undefined): boolean {
+  return (
+    !!accept &&
+    new Negotiator({ headers: { accept } }).mediaType([
+      'application/json; charset=utf-8',
+      'application/graphql-response+json; charset=utf-8',
+      'multipart/mixed; deferSpec=20220824',
+      'multipart/mixed; incrementalSpec=v0.2',
+      'multipart/mixed',
+      'text/html',
+    ]) === 'text/html'
+  );
 }

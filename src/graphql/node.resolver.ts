@@ -1,4 +1,4 @@
-import { Args, Context, ID, Query, Resolver } from '@nestjs/graphql';
+import { Args, Context, Directive, ID, Query, Resolver } from '@nestjs/graphql';
 import { NotFound } from '../common/errors.js';
 import type { GqlContext } from './context.js';
 import { Node, NodeRegistry } from './node.js';
@@ -11,6 +11,7 @@ export class NodeResolver {
     nullable: true,
     description: 'Any object by its id; the id prefix names its type.',
   })
+  @Directive('@auth(requires: GUEST, scopes: [])')
   async node(
     @Args('id', { type: () => ID }) id: string,
     @Context() ctx: GqlContext,

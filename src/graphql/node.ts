@@ -14,7 +14,7 @@ export function typeNameOf(value: { id?: unknown }): string | undefined {
 
 @InterfaceType('Node', {
   description:
-    'An object with a globally unique, prefixed id (usr_, pst_, ord_, rom_, msg_ + ULID).',
+    'An object with a globally unique, prefixed id (usr_, adm_, pst_, ord_, rom_, msg_ + ULID).',
   resolveType: (value: { id?: unknown }) => typeNameOf(value),
 })
 export abstract class Node {

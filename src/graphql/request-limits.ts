@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
-import { wantsGraphqlResponseJson } from './media-type.js';
+import { acceptsGraphqlResult, prefersHtml, wantsGraphqlResponseJson } from './media-type.js';
 
 /**
  * Bounds on GraphQL `variables` of WebSocket operations (docs/graphql.md "Limits"), the defaults of
@@ -40,10 +40,9 @@ export function variablesViolation(
   return undefined;
 }
 
-/** The error for variables over the bounds: BAD_USER_INPUT (reason BAD_REQUEST: a malformed request). */
+/** The error for variables over the bounds: Apollo's BAD_REQUEST (a malformed request, like a body over them). */
 export function variablesTooLarge(reason: string): GraphQLError {
   return new GraphQLError(`Invalid variables: ${reason}`, {
-    // formatted as BAD_USER_INPUT with reason BAD_REQUEST, like Apollo's malformed-request errors
     extensions: { code: 'BAD_REQUEST' },
   });
 }
@@ -75,11 +74,21 @@ export function documentRefusal(query: string): GraphQLError | null {
   return refusal;
 }
 
-function send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError): void {
+/** Apollo's words for a request whose `Accept` allows no result type. */
+const NOT_ACCEPTABLE =
+  "An 'accept' header was provided for this request which does not accept " +
+  'application/json; charset=utf-8 or application/graphql-response+json; charset=utf-8';
+
+function send(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  error: GraphQLError,
+  status?: number,
+): void {
   const strict = wantsGraphqlResponseJson(req.headers.accept);
   const formatted: GraphQLFormattedError = formatGraphqlError(error.toJSON(), error);
   void reply
-    .code(strict ? 400 : 200)
+    .code(status ?? (strict ? 400 : 200))
     .header(
       'content-type',
       strict
@@ -91,7 +100,8 @@ function send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError): vo
 }
 
 /**
- * Runs before Apollo on `POST|GET <path>`: a document over the limits of document-limits.ts
+ * Runs before Apollo on `POST|GET <path>`: an operation whose `Accept` allows no result type is
+ * refused with 406 before it runs (Apollo's own check comes after execution). A document over the limits of document-limits.ts
  * (tokens, fields, aliases, same-name field pairs, arguments, directives) is refused with
  * QUERY_TOO_COMPLEX before graphql-js validation could spend seconds on it. Status as for every
  * GraphQL request error: 400 under application/graphql-response+json, 200 under application/json.
@@ -111,6 +121,16 @@ export function registerRequestLimits(fastify: FastifyInstance, path: string): v
       | null;
     if (!params || typeof params !== 'object' || Array.isArray(params)) {
       done();
+      return;
+    }
+    const accept = req.headers.accept;
+    if (
+      !acceptsGraphqlResult(accept) &&
+      (req.method === 'POST' || (params.query !== undefined && !prefersHtml(accept)))
+    ) {
+      // Apollo negotiates this after executing the operation: a mutation would be applied, then 406
+      const error = new GraphQLError(NOT_ACCEPTABLE, { extensions: { code: 'BAD_REQUEST' } });
+      send(req, reply, error, 406);
       return;
     }
     if (typeof params.query === 'string') {

@@ -11,6 +11,7 @@ import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Public } from '../auth/auth.decorators.js';
 import { ApiDoc, ApiMalformedRequest } from '../common/openapi/decorators.js';
+import { ShutdownState } from '../common/shutdown.js';
 import { firstConnection, RedisConnections } from '../redis/redis.module.js';
 
 const PROBE_TIMEOUT_MS = 500;
@@ -27,6 +28,7 @@ export class HealthController {
     private readonly db: TypeOrmHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     private readonly redisConnections: RedisConnections,
+    private readonly shutdown: ShutdownState,
   ) {}
 
   /** The process is up and serving. */
@@ -37,7 +39,10 @@ export class HealthController {
     return this.health.check([]);
   }
 
-  /** The database answers (and Redis, when configured); 503 with terminus' report otherwise. */
+  /**
+   * The database answers (and Redis, when configured); 503 with terminus' report otherwise, and 503
+   * from the shutdown signal on (the instance is draining: take it out of rotation).
+   */
   @Get('ready')
   @HealthCheck()
   @ApiDoc(
@@ -45,6 +50,11 @@ export class HealthController {
     'The database answers (and Redis, when configured); 503 with the report of what is down otherwise.',
   )
   async ready(@Res({ passthrough: true }) reply: FastifyReply) {
+    if (this.shutdown.draining) {
+      void reply.code(503);
+      const down = { shutdown: { status: 'down', message: 'shutting down' } };
+      return { status: 'error', info: {}, error: down, details: down };
+    }
     try {
       return await this.health.check(this.readinessChecks());
     } catch (err) {

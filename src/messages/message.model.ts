@@ -5,6 +5,7 @@ import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
 /** GraphQL `Room`; `messages` is resolved by RoomMessagesResolver. */
 @ObjectType('Room', { implements: () => [Node] })
+@Directive('@auth(scopes: ["messages:read"])')
 export class RoomModel implements Node {
   @Field(() => ID)
   id!: string;
@@ -18,6 +19,7 @@ export class RoomModel implements Node {
 
 /** GraphQL `Message`; `author` and `room` are resolved by MessagesResolver. */
 @ObjectType('Message', { implements: () => [Node] })
+@Directive('@auth(scopes: ["messages:read"])')
 export class MessageModel implements Node {
   @Field(() => ID)
   id!: string;
@@ -31,7 +33,9 @@ export class MessageModel implements Node {
 }
 
 @ObjectType('RoomConnection')
+@Directive('@auth(scopes: ["messages:read"])')
 export class RoomConnection extends Connection(RoomModel, 'Room') {}
 
 @ObjectType('MessageConnection')
+@Directive('@auth(scopes: ["messages:read"])')
 export class MessageConnection extends Connection(MessageModel, 'Message') {}

@@ -1,6 +1,7 @@
 import {
   Args,
   Context,
+  Directive,
   ID,
   Mutation,
   Parent,
@@ -36,6 +37,7 @@ export class MessagesResolver {
   @Mutation(() => MessageModel, {
     description: 'Sends a message (USER or ADMIN); fires newMessage and messageAdded after commit.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:write"])')
   async sendMessage(
     @Args('roomId', { type: () => ID }) roomId: string,
     @Args('content') content: string,
@@ -74,6 +76,7 @@ export class MessagesResolver {
       'Every message sent in any room, in commit order per room, from the time of subscribing.',
     resolve: (message: MessageEvent) => message,
   })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   newMessage(@Context() ctx: GqlContext): AsyncIterableIterator<MessageEvent> {
     requireCaller(ctx.caller);
     return this.events.newMessages();
@@ -83,6 +86,7 @@ export class MessagesResolver {
     description: 'Messages sent in one room, in commit order. NOT_FOUND for an unknown room.',
     resolve: (message: MessageEvent) => message,
   })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   async messageAdded(
     @Args('roomId', { type: () => ID }) roomId: string,
     @Context() ctx: GqlContext,

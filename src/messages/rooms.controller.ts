@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { withEtag } from '../common/etag.js';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
@@ -13,11 +14,11 @@ import { MessageResponse, RoomResponse } from './dto/message.response.js';
 import { toRestMessage, toRestRoom } from './messages.mapper.js';
 import { MESSAGE_LIST_SPEC, MessagesService } from './messages.service.js';
 import { ROOM_LIST_SPEC, RoomsService } from './rooms.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** Rooms and their messages. GUESTs read; USER and ADMIN create rooms and send messages. */
 @ApiTags('rooms')
 @Controller('rooms')
-@Authenticated({ role: Role.GUEST })
 export class RoomsController {
   constructor(
     private readonly rooms: RoomsService,
@@ -26,6 +27,7 @@ export class RoomsController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:read'] })
   @ApiDoc('List rooms')
   @ApiPage(RoomResponse, ROOM_LIST_SPEC)
   @ApiStandardErrors('authenticated')
@@ -41,6 +43,8 @@ export class RoomsController {
   }
 
   @Post()
+  @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:write'] })
   @ApiDoc('Create a room (USER or ADMIN)')
   @ApiSingle(RoomResponse, { status: 201, location: true })
   @ApiStandardErrors('authenticated-write', { conflict: 'A room with this name already exists.' })
@@ -51,10 +55,11 @@ export class RoomsController {
   ) {
     const room = await this.rooms.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/rooms/${room.id}`);
-    return { data: toRestRoom(room) };
+    return withEtag(reply, toRestRoom(room));
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:read'] })
   @ApiDoc('Get a room')
   @ApiSingle(RoomResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such room' })
@@ -63,6 +68,7 @@ export class RoomsController {
   }
 
   @Get(':id/messages')
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:read'] })
   @ApiDoc('List a room’s messages', 'In the order they were sent (docs/orders-and-rooms.md).')
   @ApiPage(MessageResponse, MESSAGE_LIST_SPEC)
   @ApiStandardErrors('authenticated', { notFound: 'No such room' })
@@ -80,6 +86,8 @@ export class RoomsController {
 
   /** 201 with the message (messages have no URL of their own, hence no Location). */
   @Post(':id/messages')
+  @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['messages:write'] })
   @ApiDoc(
     'Send a message to a room (USER or ADMIN)',
     'Subscribers of the room receive it over GraphQL subscriptions (docs/realtime.md). Messages have no URL of their own, hence no `Location`.',

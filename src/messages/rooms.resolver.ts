@@ -1,6 +1,7 @@
 import {
   Args,
   Context,
+  Directive,
   ID,
   Int,
   Mutation,
@@ -13,6 +14,7 @@ import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
 import {
   connectionFromRows,
+  mapConnection,
   encodeCursor,
   pageWindow,
   type ConnectionValue,
@@ -40,6 +42,7 @@ export class RoomsResolver {
   }
 
   @Query(() => RoomConnection, { name: 'rooms', description: 'Rooms, oldest first.' })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   async listRooms(
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, nullable: true }) first?: number,
@@ -55,6 +58,7 @@ export class RoomsResolver {
   }
 
   @Query(() => RoomModel, { nullable: true, description: 'A room by id (NOT_FOUND when unknown).' })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   room(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<Room> {
     return this.rooms.get(ctx.caller, id);
   }
@@ -62,6 +66,7 @@ export class RoomsResolver {
   @Mutation(() => RoomModel, {
     description: 'A new room (USER or ADMIN); CONFLICT when the name is taken.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["messages:write"])')
   async createRoom(@Args('name') name: string, @Context() ctx: GqlContext): Promise<Room> {
     return this.rooms.create(ctx.caller, await validateInput(CreateRoomInput, { name }));
   }
@@ -99,10 +104,6 @@ export class RoomsResolver {
         existsBeyond: async () => window.after !== undefined,
       },
     );
-    return {
-      ...connection,
-      edges: connection.edges.map((e) => ({ cursor: e.cursor, node: e.node.message })),
-      nodes: connection.nodes.map((n) => n.message),
-    };
+    return mapConnection(connection, (n) => n.message);
   }
 }

@@ -1,10 +1,65 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { BoundedLabel } from './bounded-label.js';
+import {
+  FastCounter,
+  FastHistogram,
+  type CounterSeries,
+  type HistogramSeries,
+} from './fast-metrics.js';
 
-/** Prometheus metrics: process defaults plus request duration by method, route and status. */
+/** Seconds buckets for request-shaped work (1 ms … 10 s). */
+const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+/** Seconds buckets for single statements (0.1 ms … 5 s). */
+const QUERY_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5];
+
+/** Where the GraphQL operation ran. */
+export type GraphqlTransport = 'http' | 'ws';
+/**
+ * How a GraphQL operation ended: `ok` (no errors), `partial` (data and errors: some fields failed),
+ * `error` (no data: refused before or during execution: parse, validation, authentication, cost,
+ * rate limit, a failed mutation).
+ */
+export type GraphqlOutcome = 'ok' | 'partial' | 'error';
+/** A rate-limit decision: counted and let through, refused (429), or not made (store unavailable). */
+export type RateLimitOutcome = 'allowed' | 'limited' | 'unavailable';
+/** Why an event was not delivered (docs/operations.md). */
+export type EventDropReason = 'publish_failed' | 'gap_skipped' | 'stale';
+
+/** What the database pool reports (see `setPoolReader`). */
+export interface PoolUsage {
+  inUse: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
+/** Counter names of the rate limiter (src/rate-limit/) as metric labels. */
+const BUCKET_LABELS: Record<string, string> = {
+  default: 'requests',
+  auth: 'auth',
+  'auth-account': 'auth_account',
+  cost: 'graphql_cost',
+};
+
+interface OperationSeries {
+  count: CounterSeries;
+  duration: HistogramSeries;
+  cost: HistogramSeries;
+}
+
+/**
+ * The Prometheus registry and every application metric family (docs/operations.md lists them).
+ * Names follow Prometheus conventions: `atrium_` prefix, snake_case, base units (seconds), `_total`
+ * counters; labels are low-cardinality (route templates, bucket names, bounded operation names).
+ *
+ * Hot paths call the `record…` methods, which reuse labelled children (no label object per call);
+ * gauges that mirror state (pool, sockets) are read when Prometheus scrapes, not on every change.
+ */
 @Injectable()
 export class MetricsService {
   readonly registry = new Registry();
+
   readonly httpDuration = new Histogram({
     name: 'atrium_http_request_duration_seconds',
     help: 'HTTP request duration by method, route pattern and status',
@@ -13,7 +68,189 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  // ---- GraphQL ----------------------------------------------------------------------------------
+
+  /** Client-chosen operation names: the first 100 distinct ones seen, then `other`. */
+  readonly operationNames = new BoundedLabel(100, 64);
+
+  readonly graphqlOperations = new FastCounter(this.registry, {
+    name: 'atrium_graphql_operations_total',
+    help: 'GraphQL operations by operation name (bounded), type, outcome and transport',
+    labelNames: ['operation_name', 'operation_type', 'outcome', 'transport'],
+  });
+
+  readonly graphqlDuration = new FastHistogram(this.registry, {
+    name: 'atrium_graphql_operation_duration_seconds',
+    help: 'GraphQL operation duration (subscriptions: the subscribe step, not their lifetime)',
+    labelNames: ['operation_name', 'operation_type', 'outcome', 'transport'],
+    buckets: LATENCY_BUCKETS,
+  });
+
+  readonly graphqlCost = new FastHistogram(this.registry, {
+    name: 'atrium_graphql_operation_cost',
+    help: 'Computed cost (points) of GraphQL operations that got as far as costing',
+    labelNames: ['operation_type', 'transport'],
+    buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+  });
+
+  readonly subscriptionsActive = new Gauge({
+    name: 'atrium_graphql_subscriptions_active',
+    help: 'GraphQL subscriptions running on this instance',
+    registers: [this.registry],
+  });
+
+  readonly websocketConnections = new Gauge({
+    name: 'atrium_websocket_connections',
+    help: 'Open WebSocket connections on /graphql (acknowledged or not)',
+    registers: [this.registry],
+    collect: () => {
+      this.websocketConnections.set(this.socketCount?.() ?? 0);
+    },
+  });
+
+  // ---- events -----------------------------------------------------------------------------------
+
+  readonly eventsPublished = new Counter({
+    name: 'atrium_events_published_total',
+    help: 'Events published on the bus by this instance, by channel',
+    labelNames: ['channel'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventLag = new Histogram({
+    name: 'atrium_events_delivery_lag_seconds',
+    help: 'Time from publish (on any instance) to fan-out to local subscribers, by channel',
+    labelNames: ['channel'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly eventsDropped = new Counter({
+    name: 'atrium_events_dropped_total',
+    help: 'Events not delivered, by channel and reason',
+    labelNames: ['channel', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  // ---- database ---------------------------------------------------------------------------------
+
+  readonly dbPoolConnections = new Gauge({
+    name: 'atrium_db_pool_connections',
+    help: 'Database connections by state (in_use, idle)',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+    collect: () => {
+      const usage = this.poolReader?.();
+      if (usage) {
+        this.dbPoolConnections.set({ state: 'in_use' }, usage.inUse);
+        this.dbPoolConnections.set({ state: 'idle' }, usage.idle);
+      }
+    },
+  });
+
+  readonly dbPoolWaiting = new Gauge({
+    name: 'atrium_db_pool_waiting',
+    help: 'Requests waiting for a database connection (SQLite: for the open transaction)',
+    registers: [this.registry],
+    collect: () => {
+      const usage = this.poolReader?.();
+      if (usage) {
+        this.dbPoolWaiting.set(usage.waiting);
+      }
+    },
+  });
+
+  readonly dbPoolMax = new Gauge({
+    name: 'atrium_db_pool_max_connections',
+    help: 'Most connections the pool opens (SQLite: 1)',
+    registers: [this.registry],
+    collect: () => {
+      const usage = this.poolReader?.();
+      if (usage) {
+        this.dbPoolMax.set(usage.max);
+      }
+    },
+  });
+
+  readonly dbQueryDuration = new FastHistogram(this.registry, {
+    name: 'atrium_db_query_duration_seconds',
+    help: 'Database statement duration by outcome (ok, error)',
+    labelNames: ['outcome'],
+    buckets: QUERY_BUCKETS,
+  });
+  private readonly queryOk = this.dbQueryDuration.labels('ok');
+  private readonly queryError = this.dbQueryDuration.labels('error');
+
+  // ---- rate limits ------------------------------------------------------------------------------
+
+  readonly rateLimitDecisions = new FastCounter(this.registry, {
+    name: 'atrium_rate_limit_decisions_total',
+    help: 'Rate-limit decisions by bucket and outcome (allowed, limited, unavailable)',
+    labelNames: ['bucket', 'outcome'],
+  });
+
+  private socketCount?: () => number;
+  private poolReader?: () => PoolUsage | undefined;
+  private readonly operationSeries = new Map<string, OperationSeries>();
+  private readonly decisionSeries = new Map<string, CounterSeries>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'atrium_' });
+  }
+
+  /** The WebSocket server tells how many sockets are open (read at scrape time). */
+  setSocketCounter(count: () => number): void {
+    this.socketCount = count;
+  }
+
+  /** The database layer tells its pool usage (read at scrape time). */
+  setPoolReader(read: () => PoolUsage | undefined): void {
+    this.poolReader = read;
+  }
+
+  /**
+   * One GraphQL operation: counted, timed and (when costed) its cost observed. `name` is the
+   * operation's name as written in the document (bounded here), or `anonymous` / `unknown`.
+   */
+  recordOperation(
+    transport: GraphqlTransport,
+    type: string,
+    name: string,
+    outcome: GraphqlOutcome,
+    seconds: number,
+    cost: number | undefined,
+  ): void {
+    const label =
+      name === 'anonymous' || name === 'unknown' ? name : this.operationNames.label(name);
+    const key = `${transport}\u0000${type}\u0000${outcome}\u0000${label}`;
+    let series = this.operationSeries.get(key);
+    if (!series) {
+      series = {
+        count: this.graphqlOperations.labels(label, type, outcome, transport),
+        duration: this.graphqlDuration.labels(label, type, outcome, transport),
+        cost: this.graphqlCost.labels(type, transport),
+      };
+      this.operationSeries.set(key, series);
+    }
+    series.count.inc();
+    series.duration.observe(seconds);
+    if (cost !== undefined) {
+      series.cost.observe(cost);
+    }
+  }
+
+  recordQuery(seconds: number, ok: boolean): void {
+    (ok ? this.queryOk : this.queryError).observe(seconds);
+  }
+
+  /** A decision of the rate limiter's bucket `bucket` (its counter name, e.g. `default`). */
+  recordRateLimit(bucket: string, outcome: RateLimitOutcome): void {
+    const key = `${bucket}\u0000${outcome}`;
+    let child = this.decisionSeries.get(key);
+    if (!child) {
+      child = this.rateLimitDecisions.labels(BUCKET_LABELS[bucket] ?? bucket, outcome);
+      this.decisionSeries.set(key, child);
+    }
+    child.inc();
   }
 }

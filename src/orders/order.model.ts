@@ -27,6 +27,7 @@ registerEnumType(OrderStatus, {
 });
 
 @ObjectType('OrderItem')
+@Directive('@auth(scopes: [])')
 export class OrderItemModel {
   @Field()
   sku!: string;
@@ -40,6 +41,7 @@ export class OrderItemModel {
 
 /** GraphQL `Order` (the service's `Order` value is resolved into it). Private to its user and ADMINs. */
 @ObjectType('Order', { implements: () => [Node] })
+@Directive('@auth(scopes: ["orders:read"])')
 @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
 export class OrderModel implements Node {
   @Field(() => ID)
@@ -67,6 +69,7 @@ export class OrderModel implements Node {
 }
 
 @ObjectType('OrderConnection')
+@Directive('@auth(scopes: ["orders:read"])')
 @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
 export class OrderConnection extends Connection(OrderModel, 'Order') {}
 

@@ -15,7 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
 import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
@@ -25,6 +25,7 @@ import { OrderResponse } from './dto/order.response.js';
 import type { Order } from './order.js';
 import { toRestOrder } from './orders.mapper.js';
 import { ORDER_LIST_SPEC, OrdersService, type OrderPrecondition } from './orders.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` compared with the ETag a GET of the order would carry. */
 function ifMatch(header: string | undefined): OrderPrecondition | undefined {
@@ -39,7 +40,6 @@ function ifMatch(header: string | undefined): OrderPrecondition | undefined {
  */
 @ApiTags('orders')
 @Controller()
-@Authenticated({ role: Role.GUEST })
 export class OrdersController {
   constructor(
     private readonly orders: OrdersService,
@@ -47,6 +47,7 @@ export class OrdersController {
   ) {}
 
   @Get('users/:id/orders')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
   @ApiDoc('List a user’s orders', 'Your own orders; ADMINs list anyone’s. GUESTs get 403.')
   @ApiPage(OrderResponse, ORDER_LIST_SPEC)
   @ApiStandardErrors('authenticated', { notFound: 'No such user' })
@@ -63,6 +64,8 @@ export class OrdersController {
   }
 
   @Post('users/:id/orders')
+  @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
   @ApiDoc(
     'Place an order for a user',
     'The server computes `total_cents`; the order starts `pending`. Your own user, or anyone’s as ADMIN.',
@@ -84,10 +87,11 @@ export class OrdersController {
       })),
     });
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/orders/${order.id}`);
-    return { data: toRestOrder(order) };
+    return withEtag(reply, toRestOrder(order));
   }
 
   @Get('orders/:id')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
   @ApiDoc('Get an order')
   @ApiSingle(OrderResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such order' })
@@ -96,6 +100,7 @@ export class OrdersController {
   }
 
   @Patch('orders/:id')
+  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
   @ApiDoc(
     'Change an order’s status',
     'Allowed transitions: pending → paid → shipped → delivered, pending or paid → cancelled (409 otherwise). Owners may only cancel; ADMINs move orders along. `If-Match` makes it conditional.',
@@ -110,12 +115,12 @@ export class OrdersController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() body: UpdateOrderBody,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestOrder(
-        await this.orders.updateStatus(caller, id, body.status, ifMatch(ifMatchHeader)),
-      ),
-    };
+    return withEtag(
+      reply,
+      toRestOrder(await this.orders.updateStatus(caller, id, body.status, ifMatch(ifMatchHeader))),
+    );
   }
 }

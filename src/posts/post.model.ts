@@ -5,6 +5,7 @@ import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
 /** GraphQL `Post` (`author` is resolved in posts.resolver.ts). */
 @ObjectType('Post', { implements: () => [Node] })
+@Directive('@auth(scopes: ["posts:read"])')
 @Directive('@cacheControl(maxAge: 60)')
 export class PostModel implements Node {
   @Field(() => ID)
@@ -25,5 +26,6 @@ export class PostModel implements Node {
 }
 
 @ObjectType('PostConnection')
+@Directive('@auth(scopes: ["posts:read"])')
 @Directive('@cacheControl(inheritMaxAge: true)')
 export class PostConnection extends Connection(PostModel, 'Post') {}

@@ -18,7 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import { PublicUrl } from '../common/public-url.js';
 import {
@@ -34,6 +34,7 @@ import { PostResponse } from './dto/post.response.js';
 import type { Post as PostValue } from './post.js';
 import { toRestPost } from './posts.mapper.js';
 import { POST_LIST_SPEC, PostsService, type PostPrecondition } from './posts.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` as a precondition on the stored post, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined): PostPrecondition | undefined {
@@ -45,7 +46,6 @@ function ifMatch(header: string | undefined): PostPrecondition | undefined {
 /** REST side of the posts resource: the same list, ETag, error and permission rules as users. */
 @ApiTags('posts')
 @Controller('posts')
-@Authenticated({ role: Role.GUEST })
 export class PostsController {
   constructor(
     private readonly posts: PostsService,
@@ -53,6 +53,7 @@ export class PostsController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:read'] })
   @ApiDoc('List posts')
   @ApiPage(PostResponse, POST_LIST_SPEC)
   @ApiStandardErrors('authenticated')
@@ -68,7 +69,8 @@ export class PostsController {
   }
 
   @Post()
-  @Authenticated({ role: Role.USER })
+  @Idempotent()
+  @Authenticated({ role: Role.USER, scopes: ['posts:write'] })
   @ApiDoc('Write a post (USER or ADMIN)', 'The caller is its author.')
   @ApiSingle(PostResponse, { status: 201, location: true })
   @ApiStandardErrors('authenticated-write')
@@ -79,10 +81,11 @@ export class PostsController {
   ) {
     const post = await this.posts.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/posts/${post.id}`);
-    return { data: toRestPost(post) };
+    return withEtag(reply, toRestPost(post));
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:read'] })
   @ApiDoc('Get a post')
   @ApiSingle(PostResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such post' })
@@ -91,6 +94,7 @@ export class PostsController {
   }
 
   @Put(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   @ApiDoc(
     'Replace a post',
     'Authors change their posts; ADMINs any post. `If-Match` makes it conditional.',
@@ -101,14 +105,17 @@ export class PostsController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: ReplacePostInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))),
-    };
+    return withEtag(
+      reply,
+      toRestPost(await this.posts.replace(caller, id, input, ifMatch(ifMatchHeader))),
+    );
   }
 
   @Patch(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   @ApiDoc(
     'Update some members of a post',
     'A JSON merge patch (RFC 7396). Authors change their posts; ADMINs any post. `If-Match` makes it conditional.',
@@ -119,12 +126,17 @@ export class PostsController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: PatchPostInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: toRestPost(await this.posts.update(caller, id, input, ifMatch(ifMatchHeader))) };
+    return withEtag(
+      reply,
+      toRestPost(await this.posts.update(caller, id, input, ifMatch(ifMatchHeader))),
+    );
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
   @HttpCode(204)
   @ApiDoc(
     'Delete a post',

@@ -38,6 +38,7 @@ export class PostsResolver {
   }
 
   @Query(() => PostModel, { nullable: true })
+  @Directive('@auth(requires: GUEST, scopes: ["posts:read"])')
   post(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<Post> {
     return this.posts.get(ctx.caller, id);
   }
@@ -47,6 +48,7 @@ export class PostsResolver {
     description:
       'Posts, oldest first: a plain list of at most 100. `after` is the id of the last post seen.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["posts:read"])')
   feed(
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, defaultValue: 20 }) first: number,
@@ -86,6 +88,7 @@ export class PostsResolver {
     nullable: true,
     description: 'A post by the caller (USER or ADMIN).',
   })
+  @Directive('@auth(requires: USER, scopes: ["posts:write"])')
   async createPost(
     @Context() ctx: GqlContext,
     @Args('input') input: CreatePostInput,
@@ -94,6 +97,7 @@ export class PostsResolver {
   }
 
   @Mutation(() => PostModel, { nullable: true, description: 'Own posts, or any as ADMIN.' })
+  @Directive('@auth(requires: GUEST, scopes: ["posts:write"])')
   async updatePost(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -107,6 +111,7 @@ export class PostsResolver {
     description:
       'Soft delete. Returns the deleted post; null when it was already deleted (idempotent).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["posts:write"])')
   async deletePost(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,

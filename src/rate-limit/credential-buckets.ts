@@ -71,10 +71,12 @@ export class CredentialBuckets extends CredentialAttempts {
     );
     const [byAddress, byAccount] = states ?? [];
     if (byAccount && byAccount.count >= this.config.authAccountRateLimit) {
-      return throttle(this.config.authAccountRateLimit, byAccount);
+      this.limits.record(BUCKET_AUTH_ACCOUNT, { allowed: false });
+      return throttle(this.config.authAccountRateLimit, byAccount, 'account');
     }
     if (byAddress && byAddress.count >= this.config.authAddressHardLimit) {
-      return throttle(this.config.authRateLimit, byAddress);
+      this.limits.record(BUCKET_AUTH, { allowed: false });
+      return throttle(this.config.authRateLimit, byAddress, 'address');
     }
     return undefined;
   }
@@ -90,17 +92,26 @@ export class CredentialBuckets extends CredentialAttempts {
     if (account !== undefined) {
       keys.push(this.accountKey(account));
     }
-    const [byAddress, byAccount] = (await this.limits.store.addAll(keys, 1, this.windowMs)) ?? [];
+    const states = await this.limits.store.addAll(keys, 1, this.windowMs);
+    const [byAddress, byAccount] = states ?? [];
     if (byAccount && byAccount.count > this.config.authAccountRateLimit) {
-      return throttle(this.config.authAccountRateLimit, byAccount);
+      this.limits.record(BUCKET_AUTH_ACCOUNT, { allowed: false });
+      return throttle(this.config.authAccountRateLimit, byAccount, 'account');
     }
     if (byAddress && byAddress.count > this.config.authRateLimit) {
-      return throttle(this.config.authRateLimit, byAddress);
+      this.limits.record(BUCKET_AUTH, { allowed: false });
+      return throttle(this.config.authRateLimit, byAddress, 'address');
     }
+    // the failed check was counted and is answered 401 (or nothing was counted: store unavailable)
+    this.limits.record(BUCKET_AUTH, states && { allowed: true });
     return undefined;
   }
 }
 
-function throttle(limit: number, state: WindowState): CredentialThrottle {
-  return { limit, count: state.count, resetMs: state.resetMs };
+function throttle(
+  limit: number,
+  state: WindowState,
+  bucket: CredentialThrottle['bucket'],
+): CredentialThrottle {
+  return { limit, count: state.count, resetMs: state.resetMs, bucket };
 }

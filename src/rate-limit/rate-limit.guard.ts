@@ -161,12 +161,15 @@ export class RateLimitGuard extends ThrottlerGuard {
       // an authenticated caller: its request counter, one Redis call. The credential buckets are not
       // read here: valid credentials are never refused by them (docs/rate-limits.md)
       const hit = await this.limits.store.hit(key, 1, limit, ttl);
+      this.limits.record(name, hit);
       return hit === undefined ? true : this.answer(res, limit, hit);
     }
     const record = await this.storageService.increment(key, ttl, limit, ttl, name);
     if (isFailOpen(record)) {
+      this.limits.record(name, undefined);
       return true;
     }
+    this.limits.record(name, { allowed: !record.isBlocked });
     const count = Math.min(record.totalHits, limit);
     return this.answer(res, limit, {
       count,

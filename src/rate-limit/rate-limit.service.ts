@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { normalizeIp } from '@nestjs/throttler';
 import { identityOf, type MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { RateLimitStore, type HitResult } from './rate-limit.store.js';
 
 /** Counter names (the middle part of the Redis key `<prefix>rl:<bucket>:<tracker>`). */
@@ -36,6 +37,7 @@ export class RateLimitService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     readonly store: RateLimitStore,
+    readonly metrics: MetricsService,
   ) {}
 
   get enabled(): boolean {
@@ -60,14 +62,24 @@ export class RateLimitService {
     return caller ? identityOf(caller) : this.ipTracker(ip);
   }
 
-  hit(
+  async hit(
     bucket: string,
     tracker: string,
     amount: number,
     limit: number,
     windowS: number,
   ): Promise<HitResult | undefined> {
-    return this.store.hit(this.key(bucket, tracker), amount, limit, windowS * 1000);
+    const hit = await this.store.hit(this.key(bucket, tracker), amount, limit, windowS * 1000);
+    this.record(bucket, hit);
+    return hit;
+  }
+
+  /** `atrium_rate_limit_decisions_total`: allowed, limited, or unavailable (no answer: fail open). */
+  record(bucket: string, hit: { allowed: boolean } | undefined): void {
+    this.metrics.recordRateLimit(
+      bucket,
+      hit === undefined ? 'unavailable' : hit.allowed ? 'allowed' : 'limited',
+    );
   }
 
   get authRateLimit(): number {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { loadConfig } from '../config/config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { RateLimitService } from './rate-limit.service.js';
 import { MemoryRateLimitStore } from './rate-limit.store.js';
 import { SocketLimitsService } from './socket-limits.service.js';
@@ -11,7 +12,10 @@ const service = (env: Record<string, string> = {}) => {
     WS_MAX_OPERATIONS_PER_CONNECTION: '2',
     ...env,
   });
-  return new SocketLimitsService(config, new RateLimitService(config, new MemoryRateLimitStore()));
+  return new SocketLimitsService(
+    config,
+    new RateLimitService(config, new MemoryRateLimitStore(), new MetricsService()),
+  );
 };
 
 const upgrade = (peer: string, forwarded?: string) =>

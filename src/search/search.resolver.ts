@@ -29,6 +29,7 @@ export class SearchResolver {
     description:
       'Case-insensitive substring search over user names and post titles/bodies, newest first.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:read", "posts:read"])')
   async search(
     @Context() ctx: GqlContext,
     @Args('term', { description: '1-100 characters.' }) term: string,

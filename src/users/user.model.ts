@@ -6,6 +6,7 @@ import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
 /** GraphQL `User` (the service's `User` value is resolved into it; `age` comes from user-age.extension.ts). */
 @ObjectType('User', { implements: () => [Node] })
+@Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 30)')
 export class UserModel implements Node {
   @Field(() => ID)
@@ -32,6 +33,7 @@ export class UserModel implements Node {
 }
 
 @ObjectType('UserConnection')
+@Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 30)')
 export class UserConnection extends Connection(UserModel, 'User') {}
 
@@ -53,11 +55,19 @@ export class UserOrder {
   direction!: OrderDirection;
 }
 
-/** `Admin`: an administrator and what the role allows (the `admins` query, ADMIN only). */
-@ObjectType('Admin')
-export class AdminModel {
+/**
+ * `Admin`: an administrator and what the role allows (the `admins` query and `node(id:)`, ADMIN only).
+ * Its own `adm_` id (the ULID of its user's `usr_` id), so a client cache keyed by id never mixes an
+ * `Admin` with the `User` it describes; `user` links to that `User`.
+ */
+@ObjectType('Admin', { implements: () => [Node] })
+@Directive('@auth(scopes: ["users:read"])')
+export class AdminModel implements Node {
   @Field(() => ID)
   id!: string;
+
+  /** The user's id (resolved into `user`). */
+  userId!: string;
 
   @Field()
   name!: string;

@@ -18,7 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag } from '../common/etag.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import {
   ApiDoc,
@@ -35,6 +35,7 @@ import { BatchResultResponse, UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
 import { toRestUser } from './users.mapper.js';
 import { USER_LIST_SPEC, UsersService, type Precondition } from './users.service.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
 function ifMatch(header: string | undefined, caller: Caller): Precondition | undefined {
@@ -45,7 +46,6 @@ function ifMatch(header: string | undefined, caller: Caller): Precondition | und
 
 @ApiTags('users')
 @Controller('users')
-@Authenticated({ role: Role.GUEST })
 export class UsersController {
   constructor(
     private readonly users: UsersService,
@@ -53,6 +53,7 @@ export class UsersController {
   ) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: ['users:read'] })
   @ApiDoc('List users', '`email` is null except on the caller’s own user (ADMINs see every email).')
   @ApiPage(UserResponse, USER_LIST_SPEC)
   @ApiStandardErrors('authenticated')
@@ -68,7 +69,8 @@ export class UsersController {
   }
 
   @Post()
-  @Authenticated({ role: Role.ADMIN })
+  @Idempotent()
+  @Authenticated({ role: Role.ADMIN, scopes: ['users:write'] })
   @ApiDoc('Create a user (ADMIN)')
   @ApiSingle(UserResponse, { status: 201, location: true })
   @ApiStandardErrors('authenticated-write', {
@@ -81,10 +83,12 @@ export class UsersController {
   ) {
     const user = await this.users.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
-    return { data: toRestUser(user, caller) };
+    return withEtag(reply, toRestUser(user, caller));
   }
 
   @Post('batch')
+  @Idempotent()
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(200)
   @ApiDoc(
     'Create and update users in one transaction',
@@ -104,6 +108,7 @@ export class UsersController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:read'] })
   @ApiDoc('Get a user')
   @ApiSingle(UserResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such user' })
@@ -112,6 +117,7 @@ export class UsersController {
   }
 
   @Put(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @ApiDoc(
     'Replace a user',
     'Every member not sent returns to its default. Users change themselves; ADMINs change anyone and roles. `If-Match` makes it conditional.',
@@ -126,17 +132,15 @@ export class UsersController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: ReplaceUserInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestUser(
-        await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller)),
-        caller,
-      ),
-    };
+    const user = await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller));
+    return withEtag(reply, toRestUser(user, caller));
   }
 
   @Patch(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @ApiDoc(
     'Update some members of a user',
     'A JSON merge patch (RFC 7396; `application/json` or `application/merge-patch+json`): `null` clears a nullable member. `If-Match` makes it conditional.',
@@ -151,17 +155,15 @@ export class UsersController {
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: PatchUserInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return {
-      data: toRestUser(
-        await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller)),
-        caller,
-      ),
-    };
+    const user = await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller));
+    return withEtag(reply, toRestUser(user, caller));
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(204)
   @ApiDoc(
     'Delete a user',

@@ -1,7 +1,30 @@
 import { isAdmin, type MaybeCaller } from '../auth/caller.js';
+import { ID_PREFIXES } from '../common/ids.js';
 import type { UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
+import { ADMIN_PERMISSIONS, type AdminModel } from './user.model.js';
 import type { UserEntity } from './user.entity.js';
+
+/** `adm_<ULID>` for the user `usr_<ULID>`: one administrator, one id of its own. */
+export function adminIdOf(userId: string): string {
+  return `${ID_PREFIXES.admin}_${userId.slice(ID_PREFIXES.user.length + 1)}`;
+}
+
+/** The GraphQL `Admin` of an ADMIN user. */
+export function toAdminModel(user: User): AdminModel {
+  return {
+    id: adminIdOf(user.id),
+    userId: user.id,
+    name: user.name,
+    email: user.email,
+    permissions: ADMIN_PERMISSIONS,
+  };
+}
+
+/** The `usr_` id behind an `adm_` id. */
+export function userIdOfAdmin(adminId: string): string {
+  return `${ID_PREFIXES.user}_${adminId.slice(ID_PREFIXES.admin.length + 1)}`;
+}
 
 /** Email visibility (docs/contract.md section 4): only the user themself and ADMINs see it. */
 export function canSeeEmail(user: Pick<User, 'id'>, viewer: MaybeCaller): boolean {

@@ -4,13 +4,14 @@ import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';
 import { UsersService } from './users.service.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
+import { AdminResolver } from './admin.resolver.js';
 import { UsersResolver } from './users.resolver.js';
 import { UserAgeExtension } from './user-age.extension.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
   controllers: [UsersController],
-  providers: [UsersService, AdminBootstrap, UsersResolver, UserAgeExtension],
+  providers: [UsersService, AdminBootstrap, UsersResolver, AdminResolver, UserAgeExtension],
   exports: [UsersService],
 })
 export class UsersModule {}

@@ -26,16 +26,9 @@ import { NodeRegistry } from '../graphql/node.js';
 import { CreateUserShortInput } from './dto/create-user-short.input.js';
 import { CreateUserInput, PatchUserInput } from './dto/user.inputs.js';
 import type { User } from './user.js';
-import {
-  ADMIN_PERMISSIONS,
-  AdminModel,
-  UserConnection,
-  UserModel,
-  UserOrder,
-  UserOrderField,
-} from './user.model.js';
+import { AdminModel, UserConnection, UserModel, UserOrder, UserOrderField } from './user.model.js';
 import { userLoader } from './users.loaders.js';
-import { canSeeEmail } from './users.mapper.js';
+import { canSeeEmail, toAdminModel } from './users.mapper.js';
 import { UsersService, type UserPageQuery } from './users.service.js';
 
 function orderValue(user: User, field: UserOrderField): string {
@@ -65,12 +58,14 @@ export class UsersResolver {
   }
 
   @Query(() => UserModel, { nullable: true })
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   user(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<User> {
     return this.service.get(callerOf(ctx), id);
   }
 
   @Query(() => UserModel, { description: 'The caller.' })
   @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   me(@Context() ctx: GqlContext): Promise<User> {
     const caller = callerOf(ctx);
     return this.service.get(caller, caller.userId);
@@ -79,6 +74,7 @@ export class UsersResolver {
   @Query(() => UserConnection, {
     description: 'Users, paged with cursors (first/after forwards, last/before backwards).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:read"])')
   async users(
     @Context() ctx: GqlContext,
     @Args('first', { type: () => Int, nullable: true, description: 'Default 20, at most 100.' })
@@ -120,15 +116,10 @@ export class UsersResolver {
   }
 
   @Query(() => [AdminModel], { nullable: true, description: 'Administrators (ADMIN only).' })
-  @Directive('@auth(requires: ADMIN)')
+  @Directive('@auth(requires: ADMIN, scopes: ["users:read"])')
   async admins(@Context() ctx: GqlContext): Promise<AdminModel[]> {
     const admins = await this.service.byRole(callerOf(ctx), Role.ADMIN);
-    return admins.map((u) => ({
-      id: u.id,
-      name: u.name,
-      email: u.email,
-      permissions: ADMIN_PERMISSIONS,
-    }));
+    return admins.map(toAdminModel);
   }
 
   @ResolveField('email')
@@ -143,6 +134,7 @@ export class UsersResolver {
     description:
       'Either `input` or the short form `name` (+ optional `email`), never both (ADMIN only).',
   })
+  @Directive('@auth(requires: ADMIN, scopes: ["users:write"])')
   async createUser(
     @Context() ctx: GqlContext,
     @Args('input', { type: () => CreateUserInput, nullable: true }) input?: CreateUserInput | null,
@@ -169,6 +161,7 @@ export class UsersResolver {
     nullable: true,
     description: 'Either `name` or `input`, never both.',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
   async updateUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -190,6 +183,7 @@ export class UsersResolver {
     description:
       'Soft delete. Returns the deleted user; null when it was already deleted (idempotent).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
   async deleteUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -200,6 +194,7 @@ export class UsersResolver {
   @Mutation(() => [UserModel], {
     description: 'Creates all users or none (at most 100; ADMIN only).',
   })
+  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
   async bulkCreate(
     @Context() ctx: GqlContext,
     @Args('input', { type: () => [CreateUserInput] }) input: CreateUserInput[],

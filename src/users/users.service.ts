@@ -169,6 +169,16 @@ export class UsersService {
     return rows.length > 0;
   }
 
+  /** One administrator by its user id (`node(id: "adm_…")`): ADMIN only, like the `admins` query. */
+  async admin(caller: MaybeCaller, userId: string): Promise<User> {
+    this.requireAdmin(caller, 'Only administrators can see administrators');
+    const user = await this.findById(userId);
+    if (!user || user.role !== Role.ADMIN) {
+      throw NotFound('Admin');
+    }
+    return user;
+  }
+
   /** Live users of a role (the `admins` query). */
   async byRole(caller: MaybeCaller, role: Role, limit = 100): Promise<User[]> {
     this.requireRead(caller);

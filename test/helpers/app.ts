@@ -1,6 +1,6 @@
 import { randomBytes, generateKeyPairSync } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createApp } from '../../src/app.factory.js';
+import { createApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
 
 export const ADMIN_EMAIL = 'admin@atrium.test';
@@ -38,7 +38,10 @@ export interface TestApp {
  * Starts the real application on an ephemeral port: the same factory as main.ts, real database,
  * real Redis when REDIS_URL is set. `env` overrides configuration variables.
  */
-export async function startApp(env: Record<string, string | undefined> = {}): Promise<TestApp> {
+export async function startApp(
+  env: Record<string, string | undefined> = {},
+  options: CreateAppOptions = {},
+): Promise<TestApp> {
   const config = loadConfig({
     NODE_ENV: 'test',
     PORT: '0',
@@ -58,7 +61,7 @@ export async function startApp(env: Record<string, string | undefined> = {}): Pr
     WS_MAX_OPERATIONS_PER_CONNECTION: '1000000',
     ...env,
   });
-  const app = await createApp(config);
+  const app = await createApp(config, options);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };
   return { app, config, url: `http://127.0.0.1:${address.port}`, close: () => app.close() };

@@ -159,7 +159,8 @@ export async function authorize(
 ): Promise<{ redirect: URL; verifier: string; browser: Browser }> {
   const browser = opts.browser ?? new Browser(base);
   const { verifier, challenge } = pkcePair();
-  const start = await browser.get(
+  const redirect = await signInAndConsent(
+    browser,
     authorizeUrl({
       client_id: opts.client.client_id,
       response_type: 'code',
@@ -170,7 +171,22 @@ export async function authorize(
       code_challenge_method: 'S256',
       prompt: opts.prompt,
     }),
+    opts,
   );
+  return { redirect, verifier, browser };
+}
+
+/**
+ * Opens an authorization URL (built by us or by a partner's library) in `browser`, signs in and
+ * answers the consent page as `who` says (Allow unless `allow: false`), and returns the redirect to
+ * the app.
+ */
+export async function signInAndConsent(
+  browser: Browser,
+  authorizationUrl: string,
+  who: { email: string; password: string; allow?: boolean },
+): Promise<URL> {
+  const start = await browser.get(authorizationUrl);
   let { res, url } = await followToPageOrApp(browser, start);
   for (let step = 0; step < 4 && res.status === 200; step++) {
     const uid = /\/oauth\/interaction\/([^/?]+)/.exec(url)?.[1];
@@ -180,10 +196,10 @@ export async function authorize(
     if (res.body.includes('name="password"')) {
       next = await browser.post(`/oauth/interaction/${uid}/login`, {
         csrf,
-        email: opts.email,
-        password: opts.password,
+        email: who.email,
+        password: who.password,
       });
-    } else if (opts.allow === false) {
+    } else if (who.allow === false) {
       next = await browser.post(`/oauth/interaction/${uid}/abort`, { csrf });
     } else {
       next = await browser.post(`/oauth/interaction/${uid}/confirm`, { csrf });
@@ -191,7 +207,7 @@ export async function authorize(
     ({ res, url } = await followToPageOrApp(browser, next));
   }
   expect(res.status, res.body).toBe(303);
-  return { redirect: new URL(url), verifier, browser };
+  return new URL(url);
 }
 
 export async function tokenRequest(

@@ -21,15 +21,15 @@ import {
   ApiStandardErrors,
 } from '../../common/openapi/decorators.js';
 import { PublicUrl } from '../../common/public-url.js';
-import { Authenticated, CurrentCaller } from '../auth.decorators.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
+import { Role } from '../role.js';
 import { CreateApiKeyInput } from './api-key.inputs.js';
 import { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
 import { API_KEY_LIST_SPEC, ApiKeysService } from './api-keys.service.js';
 
 @ApiTags('api-keys')
 @Controller('api-keys')
-@Authenticated()
 export class ApiKeysController {
   constructor(
     private readonly keys: ApiKeysService,
@@ -38,6 +38,7 @@ export class ApiKeysController {
 
   /** The secret (`key`) is in this response only. */
   @Post()
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @ApiDoc(
     'Create an API key',
     'The secret (`key`) is in this response only. Its role is at most the owner’s; a key made with an API key never exceeds that key (role, expiry).',
@@ -55,6 +56,7 @@ export class ApiKeysController {
   }
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @ApiDoc(
     'List API keys',
     'Your keys (ADMINs: every key); revoked keys stay listed with `revoked_at`.',
@@ -73,6 +75,7 @@ export class ApiKeysController {
   }
 
   @Get(':id')
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @ApiDoc('Get an API key')
   @ApiSingle(ApiKeyResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such key (or not visible to the caller)' })
@@ -81,6 +84,7 @@ export class ApiKeysController {
   }
 
   @Delete(':id')
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @HttpCode(204)
   @ApiDoc('Revoke an API key', 'It stops working at once; it stays listed with `revoked_at`.')
   @ApiNoContent('Revoked')

@@ -20,7 +20,7 @@ import {
   ApiStandardErrors,
 } from '../../common/openapi/decorators.js';
 import { PublicUrl } from '../../common/public-url.js';
-import { Authenticated, CurrentCaller } from '../auth.decorators.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { Role } from '../role.js';
 import { CreateOAuthClientInput } from './oauth-client.inputs.js';
@@ -30,7 +30,6 @@ import { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.respons
 /** Partner apps (OAuth clients): registered by an ADMIN (docs/oauth.md). */
 @ApiTags('oauth')
 @Controller('oauth/clients')
-@Authenticated({ role: Role.ADMIN })
 export class OAuthClientsController {
   constructor(
     private readonly clients: OAuthClientsService,
@@ -38,6 +37,7 @@ export class OAuthClientsController {
   ) {}
 
   @Post()
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({
     summary: 'Register a partner app (ADMIN)',
     description:
@@ -59,6 +59,7 @@ export class OAuthClientsController {
   }
 
   @Get()
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({ summary: 'List partner apps (ADMIN)' })
   @ApiPage(OAuthClientResponse, OAUTH_CLIENT_LIST_SPEC)
   @ApiStandardErrors('authenticated')
@@ -74,6 +75,7 @@ export class OAuthClientsController {
   }
 
   @Get(':client_id')
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({ summary: 'One partner app (ADMIN)' })
   @ApiSingle(OAuthClientResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such partner app' })
@@ -82,6 +84,7 @@ export class OAuthClientsController {
   }
 
   @Delete(':client_id')
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
   @HttpCode(204)
   @ApiOperation({
     summary: 'Delete a partner app (ADMIN)',

@@ -1,19 +1,20 @@
 import { Controller, Delete, Get, HttpCode, Param } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
 import { ApiList, ApiNoContent, ApiStandardErrors } from '../../common/openapi/decorators.js';
-import { Authenticated, CurrentCaller } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
+import { Role } from '../role.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { AuthorizedAppResponse } from './oauth.responses.js';
 
 /** The partner apps the calling user has authorized (docs/oauth.md). */
 @ApiTags('oauth')
 @Controller('oauth/grants')
-@Authenticated()
 export class OAuthGrantsController {
   constructor(private readonly grants: OAuthGrantsService) {}
 
   @Get()
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @ApiOperation({
     summary: 'The apps you authorized',
     description: 'One entry per app: its client_id, name, the scopes you granted and when.',
@@ -25,6 +26,7 @@ export class OAuthGrantsController {
   }
 
   @Delete(':client_id')
+  @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @HttpCode(204)
   @ApiOperation({
     summary: 'Revoke an app',

@@ -166,7 +166,7 @@ export class OAuthInteractionsService {
     // account; past the account's bucket (or the address's hard limit) the password is not checked
     const answer =
       email && form.password
-        ? await this.door.checkPassword(email, form.password, req.ip)
+        ? await this.door.checkPassword(email, form.password, req.ip, req.id)
         : ({ kind: 'invalid' } as const);
     if (answer.kind === 'throttled') {
       const retry = secondsUntil(answer.throttle.resetMs);

@@ -1,14 +1,13 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { OPENAPI_PUBLIC_MARK } from '../auth.decorators.js';
 import { SCOPE_WORDS } from './oauth.scopes.js';
-import { restRequirement } from './oauth-scope.policy.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 
 /**
- * Makes the OAuth rules visible in the OpenAPI document, from the same scope policy the guard
- * enforces: an `oauth2` security scheme (authorization code flow, every scope in words), and on
- * each operation `x-oauth-scopes` (the scopes an OAuth access token needs; absent = not available
- * to OAuth tokens), plus `oauth2` among the operation's security requirements when it lists any.
+ * Completes the document's security: the `oauth2` scheme (authorization code flow, every scope in
+ * words), and `security: []` on the operations `@Public()` marked. Each protected operation's
+ * requirement (its schemes, and its scopes in the `oauth2` entry) comes from its `@Authenticated`.
  */
 export function describeOAuthInOpenApi(document: OpenAPIObject, publicUrl: string): void {
   document.components ??= {};
@@ -16,7 +15,7 @@ export function describeOAuthInOpenApi(document: OpenAPIObject, publicUrl: strin
   document.components.securitySchemes.oauth2 = {
     type: 'oauth2',
     description:
-      'Partner apps acting for a user (docs/oauth.md): authorization code with PKCE S256. A token may do what its user\u2019s role allows and its scopes cover.',
+      'Partner apps acting for a user (docs/oauth.md): authorization code with PKCE S256. A token may do what its user\u2019s role allows and its scopes cover; operations without an `oauth2` requirement are not available to partner apps.',
     flows: {
       authorizationCode: {
         authorizationUrl: `${publicUrl}/oauth/auth`,
@@ -26,21 +25,14 @@ export function describeOAuthInOpenApi(document: OpenAPIObject, publicUrl: strin
       },
     },
   };
-  for (const [path, item] of Object.entries(document.paths)) {
+  for (const item of Object.values(document.paths)) {
     for (const method of METHODS) {
-      const operation = item[method];
-      if (!operation) {
-        continue;
-      }
-      const requirement = restRequirement(method.toUpperCase(), path);
-      const extensible = operation as typeof operation & Record<string, unknown>;
-      if (requirement.unavailable) {
-        extensible['x-oauth-available'] = false;
-        continue;
-      }
-      extensible['x-oauth-scopes'] = requirement.scopes;
-      if (Array.isArray(operation.security) && operation.security.length > 0) {
-        operation.security = [...operation.security, { oauth2: requirement.scopes }];
+      const operation = item[method] as
+        | (Record<string, unknown> & { security?: unknown })
+        | undefined;
+      if (operation?.[OPENAPI_PUBLIC_MARK]) {
+        delete operation[OPENAPI_PUBLIC_MARK];
+        operation.security = [];
       }
     }
   }

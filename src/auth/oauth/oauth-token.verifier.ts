@@ -46,8 +46,6 @@ export class OAuthTokenVerifier {
   readonly issuer: string;
   readonly audience: string;
   private readonly verified = new Map<string, OAuthAccessClaims>();
-  /** The grant behind each caller this verifier made (for long-lived connections, see stillValid). */
-  private readonly grantOf = new WeakMap<Caller, { gid: string; sub: string }>();
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -123,20 +121,6 @@ export class OAuthTokenVerifier {
       clientId: claims.client_id,
       scopes: claims.scope.split(' ').filter((s) => s !== ''),
     };
-    this.grantOf.set(caller, { gid: claims.gid, sub: claims.sub });
     return caller;
-  }
-
-  /**
-   * For a caller established earlier (a WebSocket's connection_init): false once its grant is
-   * revoked or its user deleted, so each new operation on an open socket is checked too. Callers
-   * this verifier did not make are not its business (true).
-   */
-  async stillValid(caller: Caller): Promise<boolean> {
-    const grant = this.grantOf.get(caller);
-    if (!grant) {
-      return true;
-    }
-    return isRole(await this.artifacts.liveGrantRole(grant.gid, grant.sub));
   }
 }

@@ -11,6 +11,7 @@ import {
 } from '../../rate-limit/rate-limit.service.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
 import { STYLESHEET, STYLESHEET_PATH } from './oauth-pages.js';
+import { inProviderContext } from './oidc-library.js';
 import { OidcProviderService } from './oidc-provider.service.js';
 
 const MOUNT = '/oauth';
@@ -123,7 +124,7 @@ export function registerOAuthRoutes(app: NestFastifyApplication): void {
       }
       raw.originalUrl = raw.url;
       raw.url = (raw.url ?? '').slice(MOUNT.length) || '/';
-      await callback(raw, reply.raw);
+      await inProviderContext(() => callback(raw, reply.raw));
     };
     server.all(MOUNT, handler);
     server.all(`${MOUNT}/*`, handler);

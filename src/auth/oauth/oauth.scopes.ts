@@ -33,3 +33,27 @@ export const SCOPE_WORDS: Record<string, string> = {
 export function isApiScope(scope: string): scope is ApiScope {
   return (API_SCOPES as readonly string[]).includes(scope);
 }
+
+/** A write scope implies the read scope of the same resource. */
+function covers(granted: readonly string[], scope: string): boolean {
+  if (granted.includes(scope)) {
+    return true;
+  }
+  return scope.endsWith(':read') && granted.includes(scope.replace(/:read$/, ':write'));
+}
+
+/** The required scopes a token's granted scopes do not cover (empty: allowed). */
+export function missingScopes(granted: readonly string[], required: readonly string[]): string[] {
+  return required.filter((s) => !covers(granted, s));
+}
+
+/** `WWW-Authenticate` for a 403 insufficient_scope (RFC 6750 section 3.1). */
+export function insufficientScopeChallenge(scopes: readonly string[]): string {
+  return `Bearer error="insufficient_scope", scope="${scopes.join(' ')}"`;
+}
+
+/** The message of a refusal to a partner app: the scopes it lacks, or not available at all. */
+export const NOT_FOR_APPS = 'This operation is not available to partner apps (OAuth access tokens)';
+export function lacksScopes(missing: readonly string[]): string {
+  return `This token lacks the scope(s): ${missing.join(' ')}`;
+}

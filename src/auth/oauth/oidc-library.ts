@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
 
 /**
@@ -29,5 +30,43 @@ export async function loadOidcLibrary(): Promise<OidcLibrary> {
     return { ...(await import('oidc-provider')) };
   } finally {
     console.warn = warn;
+  }
+}
+
+/**
+ * oidc-provider keeps each of its requests' context in an AsyncLocalStorage (its own module, read
+ * only by the client ID metadata document feature, which Atrium leaves off). On Node 20 a storage's
+ * first `run()` turns on promise hooks for the whole process, and they stay on: after one OAuth
+ * request, every promise of every later request (REST, GraphQL, WebSocket) paid for them, ~10 % of
+ * a REST GET's CPU (docs/performance.md). `inProviderContext` counts the provider's requests in
+ * flight and disables the storage once none is left; the next request's `run()` enables it again.
+ */
+let providerStorage: AsyncLocalStorage<unknown> | null | undefined;
+let providerRequests = 0;
+
+async function loadProviderStorage(): Promise<AsyncLocalStorage<unknown> | null> {
+  // a path in a variable: the module has no type declarations (and no `exports` map to forbid it)
+  const path = 'oidc-provider/lib/helpers/als.js';
+  try {
+    const loaded = (await import(path)) as { default?: unknown };
+    return loaded.default instanceof AsyncLocalStorage ? loaded.default : null;
+  } catch {
+    return null; // another layout: nothing to release
+  }
+}
+
+/** Runs one request through oidc-provider (see above). */
+export async function inProviderContext<T>(handle: () => Promise<T>): Promise<T> {
+  if (providerStorage === undefined) {
+    providerStorage = await loadProviderStorage();
+  }
+  providerRequests += 1;
+  try {
+    return await handle();
+  } finally {
+    providerRequests -= 1;
+    if (providerRequests === 0) {
+      providerStorage?.disable();
+    }
   }
 }

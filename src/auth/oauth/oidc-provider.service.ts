@@ -14,6 +14,7 @@ import { sha256, TokenService } from '../token.service.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { ALL_SCOPES, API_SCOPES } from './oauth.scopes.js';
+import { offlineAccessConfiguration } from './offline-access.js';
 import { errorPage } from './oauth-pages.js';
 import { databaseAdapter } from './oidc-adapter.js';
 import { OIDC_LIBRARY, type OidcLibrary } from './oidc-library.js';
@@ -100,6 +101,7 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
     const users = this.users;
     const artifacts = this.artifacts;
     return {
+      ...offlineAccessConfiguration,
       adapter: databaseAdapter(this.artifacts, this.clients, this.lib.errors),
       jwks: { keys: [this.signingJwk()] },
       cookies: {

@@ -5,7 +5,9 @@ import {
   GraphQLEnumType,
   GraphQLInt,
   GraphQLNonNull,
+  GraphQLList,
   GraphQLSchema,
+  GraphQLString,
   type GraphQLEnumType as EnumType,
 } from 'graphql';
 
@@ -14,8 +16,8 @@ import {
  * `@auth` is added by `withAuthDirective` once the schema exists, because its argument must be the
  * schema's own `Role` enum (a second type named Role would clash: graphql-js refuses two types of one name).
  *
- * Attach them with Nest's `@Directive('@auth(requires: ADMIN)')`, `@Directive('@cost(complexity: 5)')`,
- * `@Directive('@cacheControl(maxAge: 60)')`.
+ * Attach them with Nest's `@Directive('@auth(requires: ADMIN, scopes: ["users:read"])')`,
+ * `@Directive('@cost(complexity: 5)')`, `@Directive('@cacheControl(maxAge: 60)')`.
  */
 export const CacheControlScope = new GraphQLEnumType({
   name: 'CacheControlScope',
@@ -50,7 +52,11 @@ export const costDirective = new GraphQLDirective({
 
 export const AUTH_DIRECTIVE = 'auth';
 
-/** Adds `directive @auth(requires: Role!) on FIELD_DEFINITION` using the schema's `Role` enum. */
+/**
+ * Adds `directive @auth(requires: Role, scopes: [String!]) on FIELD_DEFINITION | OBJECT` using the
+ * schema's `Role` enum. Every root field declares both (who may call it, and what an OAuth access
+ * token needs); every object type declares the scopes it takes to read it (docs/oauth.md).
+ */
 export function withAuthDirective(schema: GraphQLSchema): GraphQLSchema {
   const role = schema.getType('Role') as EnumType | undefined;
   if (!role) {
@@ -58,9 +64,13 @@ export function withAuthDirective(schema: GraphQLSchema): GraphQLSchema {
   }
   const auth = new GraphQLDirective({
     name: AUTH_DIRECTIVE,
-    description: 'Restricts a field to callers with at least this role (ADMIN > USER > GUEST).',
-    locations: [DirectiveLocation.FIELD_DEFINITION],
-    args: { requires: { type: new GraphQLNonNull(role) } },
+    description:
+      'On a root field: the lowest role that may call it (ADMIN > USER > GUEST) and the scopes an OAuth access token needs (`[]`: any). On an object type: the scopes an OAuth access token needs to read it. First-party tokens, Basic and API keys are not limited by scopes.',
+    locations: [DirectiveLocation.FIELD_DEFINITION, DirectiveLocation.OBJECT],
+    args: {
+      requires: { type: role },
+      scopes: { type: new GraphQLList(new GraphQLNonNull(GraphQLString)) },
+    },
   });
   const config = schema.toConfig();
   return new GraphQLSchema({ ...config, directives: [...config.directives, auth] });

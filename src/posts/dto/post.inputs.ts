@@ -1,5 +1,5 @@
-import { Field, InputType } from '@nestjs/graphql';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Field, InputType } from '@nestjs/graphql';
 import { Transform } from 'class-transformer';
 import { IsString, Length, MaxLength, ValidateIf } from 'class-validator';
 

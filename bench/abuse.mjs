@@ -1,0 +1,450 @@
+// Abusive clients against the built app while a well-behaved client measures its latency
+// (docs/limits.md, "Abuse"). Starts `node dist/main.js` (SQLite file in a temporary directory,
+// NODE_ENV=production, the default HTTP timeouts and WebSocket caps, request and cost budgets that the
+// load cannot exhaust, so every abusive request is answered by the limit it tests rather than 429),
+// then runs one phase per abuse, BENCH_ABUSE_SECONDS (8) each:
+//   baseline           nothing but the good client
+//   slow clients       BENCH_ABUSE_SLOW (500) connections trickling request headers a byte every
+//                      100 ms, each replaced when the server cuts it (408 at HTTP_HEADERS_TIMEOUT_MS)
+//   oversized headers  4 loops sending 20 KiB of headers (431)
+//   ws flood           one socket sending 10,000 `subscribe` messages at once, then the next socket
+//   many sockets       4 loops opening sockets with one identity (10 acknowledged, the rest 4429)
+//   batch arrays       4 loops POSTing arrays of 1000 operations to /graphql
+//   alias floods       4 loops POSTing 2000 aliases of `me { id }`
+//   all at once        every abuse above together
+// The good client (another identity) sends, in turn, `GET /api/v1/users/:id` and the GraphQL query
+// `{ me { id name } }`, one at a time, 10 ms apart; it fails the run on any answer but 200. Prints per
+// phase the abusive requests sent and how they were answered, the good client's p50/p99/max for each
+// request and the app's CPU use.
+//
+//   npm run bench -- --abuse                 (builds if needed)
+//   npm run build && node bench/abuse.mjs
+//   BENCH_ABUSE_PHASES=flood node bench/abuse.mjs     # only the phases whose name has "flood"
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { cpuMs, freePort, post, waitReady } from './plumbing.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS ?? 8);
+const SLOW = Number(process.env.BENCH_ABUSE_SLOW ?? 500);
+const LOOPS = 4;
+const ADMIN_EMAIL = 'bench-admin@example.com';
+const ADMIN_PASSWORD = 'bench-password-123';
+
+const children = new Set();
+let workDir;
+
+export async function runAbuse() {
+  try {
+    await main();
+  } finally {
+    cleanup();
+  }
+}
+
+async function main() {
+  const mainJs = join(ROOT, 'dist', 'main.js');
+  readFileSync(mainJs); // throws with a clear path when not built
+  workDir = mkdtempSync(join(tmpdir(), 'atrium-abuse-'));
+  const port = await freePort();
+  const app = `http://127.0.0.1:${port}`;
+  const env = {
+    ...process.env,
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: app,
+    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
+    LOG_LEVEL: 'warn',
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    RATE_LIMIT: '100000000',
+    AUTH_RATE_LIMIT: '100000000',
+    GRAPHQL_COST_BUDGET: '1000000000',
+  };
+  delete env.REDIS_URL;
+  const proc = spawn(process.execPath, [mainJs], { cwd: ROOT, env, stdio: 'ignore' });
+  children.add(proc);
+  await waitReady(proc, `${app}/health/ready`);
+
+  const admin = {
+    authorization: `Bearer ${(await post(`${app}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })).json.access_token}`,
+  };
+  let users = 0;
+  const identity = async () => {
+    const who = {
+      name: `Bench ${++users}`,
+      email: `bench-${users}@example.com`,
+      password: 'bench-user-password-1',
+    };
+    const id = (await post(`${app}/api/v1/users`, who, admin)).json.data.id;
+    const token = (
+      await post(`${app}/api/v1/auth/token`, { email: who.email, password: who.password })
+    ).json.access_token;
+    return { id, token };
+  };
+  const good = await identity();
+  const abusers = {
+    flood: await identity(),
+    greedy: await identity(),
+    batch: await identity(),
+  };
+
+  const ABUSE = {
+    'slow clients': () => slowClients(app),
+    'oversized headers': () => loops(() => oversized(app)),
+    'ws flood: 10,000 messages per socket': () => wsFlood(app, abusers.flood.token),
+    'many sockets, one identity': () => {
+      const running = loops(() => greedySocket(app, abusers.greedy.token));
+      return {
+        stop: async () => {
+          const report = await running.stop();
+          kept.splice(0).forEach((ws) => ws.close());
+          return report;
+        },
+      };
+    },
+    'graphql batch arrays (1000 ops)': () => loops(() => graphql(app, abusers.batch.token, BATCH)),
+    'graphql alias floods (2000 aliases)': () =>
+      loops(() => graphql(app, abusers.batch.token, { query: ALIASES })),
+  };
+  const phases = [
+    ['baseline (no abuse)', () => idle()],
+    ...Object.entries(ABUSE),
+    ['all at once', () => together(Object.values(ABUSE).map((start) => start()))],
+  ];
+  const only = process.env.BENCH_ABUSE_PHASES;
+  const rows = [];
+  for (const [name, start] of phases.filter(
+    ([n]) => !only || n.includes(only) || n.startsWith('baseline'),
+  )) {
+    const cpu0 = cpuMs(proc.pid);
+    const abuse = start();
+    const latencies = await goodClient(app, good);
+    const { sent, answers } = await abuse.stop();
+    rows.push({
+      name,
+      sent,
+      answers,
+      ...latencies,
+      cpu: (cpuMs(proc.pid) - cpu0) / (SECONDS * 1000),
+    });
+    console.error(`[abuse] ${name}: done`);
+  }
+
+  console.log(`\nabuse bench: ${SECONDS} s per phase, app ${ROOT}\n`);
+  console.log(
+    [
+      'phase'.padEnd(38),
+      'abusive'.padStart(8),
+      'answers'.padEnd(46),
+      'REST p50'.padStart(9),
+      'p99'.padStart(7),
+      'max'.padStart(7),
+      'GQL p50'.padStart(8),
+      'p99'.padStart(7),
+      'max'.padStart(7),
+      'good n'.padStart(7),
+      'app CPU'.padStart(8),
+    ].join(' '),
+  );
+  const ms = (v) => `${v.toFixed(1)}`;
+  for (const r of rows) {
+    console.log(
+      [
+        r.name.slice(0, 38).padEnd(38),
+        String(r.sent).padStart(8),
+        r.answers.slice(0, 46).padEnd(46),
+        ms(r.rest.p50).padStart(9),
+        ms(r.rest.p99).padStart(7),
+        ms(r.rest.max).padStart(7),
+        ms(r.gql.p50).padStart(8),
+        ms(r.gql.p99).padStart(7),
+        ms(r.gql.max).padStart(7),
+        String(r.rest.n + r.gql.n).padStart(7),
+        `${Math.round(r.cpu * 100)}%`.padStart(8),
+      ].join(' '),
+    );
+  }
+  console.log('\nlatencies in ms; the good client got only 200s in every phase');
+}
+
+// ---- the well-behaved client ------------------------------------------------------------------------
+
+async function goodClient(app, good) {
+  const rest = [];
+  const gql = [];
+  const headers = { authorization: `Bearer ${good.token}` };
+  const end = Date.now() + SECONDS * 1000;
+  while (Date.now() < end) {
+    let t0 = performance.now();
+    const a = await fetch(`${app}/api/v1/users/${good.id}`, { headers });
+    await a.arrayBuffer();
+    rest.push(performance.now() - t0);
+    t0 = performance.now();
+    const b = await fetch(`${app}/graphql`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ me { id name } }' }),
+    });
+    const body = await b.json();
+    gql.push(performance.now() - t0);
+    if (a.status !== 200 || b.status !== 200 || body.errors) {
+      throw new Error(`the good client got ${a.status} / ${b.status} ${JSON.stringify(body)}`);
+    }
+    await sleep(10);
+  }
+  return { rest: quantiles(rest), gql: quantiles(gql) };
+}
+
+function quantiles(values) {
+  values.sort((a, b) => a - b);
+  const q = (p) => values[Math.min(values.length - 1, Math.floor(p * values.length))] ?? 0;
+  return { p50: q(0.5), p99: q(0.99), max: values.at(-1) ?? 0, n: values.length };
+}
+
+// ---- abuse ------------------------------------------------------------------------------------------
+
+/** A running abuse: `stop()` ends it and reports what was sent and how it was answered. */
+function tally() {
+  const answers = new Map();
+  let sent = 0;
+  return {
+    count(outcome) {
+      sent++;
+      answers.set(outcome, (answers.get(outcome) ?? 0) + 1);
+    },
+    report() {
+      return {
+        sent,
+        answers: [...answers].map(([k, v]) => `${k}x${v}`).join(' ') || '-',
+      };
+    },
+  };
+}
+
+function idle() {
+  return { stop: async () => ({ sent: 0, answers: '-' }) };
+}
+
+function together(running) {
+  return {
+    stop: async () => {
+      const reports = await Promise.all(running.map((r) => r.stop()));
+      return {
+        sent: reports.reduce((n, r) => n + r.sent, 0),
+        answers: `${reports.length} abuses`,
+      };
+    },
+  };
+}
+
+/** LOOPS concurrent loops of one abusive request; each returns its outcome label. */
+function loops(once) {
+  const t = tally();
+  let running = true;
+  const all = Array.from({ length: LOOPS }, async () => {
+    while (running) {
+      t.count(await once().catch((err) => `fail:${err.cause?.code ?? err.code ?? err.message}`));
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(all);
+      return t.report();
+    },
+  };
+}
+
+/** SLOW connections trickling headers; a cut one is replaced, so SLOW stay open the whole phase. */
+function slowClients(app) {
+  const t = tally();
+  const { hostname, port } = new URL(app);
+  const head = `GET /api/v1/users HTTP/1.1\r\nHost: bench\r\nX-Pad: ${'a'.repeat(4000)}\r\n\r\n`;
+  const open = new Set();
+  let running = true;
+  const start = () => {
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    let sent = 0;
+    socket.setEncoding('latin1');
+    socket.on('data', (d) => (received += d));
+    socket.on('error', () => undefined);
+    const timer = setInterval(() => {
+      if (sent < head.length && socket.writable) {
+        socket.write(head[sent++]);
+      }
+    }, 100);
+    open.add(socket);
+    socket.on('close', () => {
+      clearInterval(timer);
+      open.delete(socket);
+      if (running) {
+        t.count(received.slice(9, 12) || 'closed');
+        start();
+      }
+    });
+  };
+  for (let i = 0; i < SLOW; i++) {
+    start();
+  }
+  return {
+    stop: async () => {
+      running = false;
+      const report = t.report();
+      report.answers = `${report.answers} (open ${open.size})`;
+      for (const s of open) {
+        s.destroy();
+      }
+      return report;
+    },
+  };
+}
+
+function oversized(app) {
+  const { hostname, port } = new URL(app);
+  const big = `GET /api/v1/users HTTP/1.1\r\nHost: bench\r\nX-Big: ${'b'.repeat(20 * 1024)}\r\n\r\n`;
+  return new Promise((resolveOutcome) => {
+    const socket = connect(Number(port), hostname, () => socket.write(big));
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d) => (received += d));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolveOutcome(received.slice(9, 12) || 'closed'));
+  });
+}
+
+function socketTo(app, token) {
+  const ws = new WebSocket(`${app.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+  const state = { ws, acked: false, closeCode: undefined, onMessage: () => undefined };
+  const ready = new Promise((resolveReady) => {
+    ws.on('open', () =>
+      ws.send(
+        JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${token}` } }),
+      ),
+    );
+    ws.on('message', (data) => {
+      const msg = JSON.parse(data.toString('utf8'));
+      if (msg.type === 'connection_ack') {
+        state.acked = true;
+        resolveReady(state);
+      } else {
+        state.onMessage(msg);
+      }
+    });
+    ws.on('close', (code) => {
+      state.closeCode = code;
+      resolveReady(state);
+    });
+    ws.on('error', () => undefined);
+  });
+  return ready;
+}
+
+/** One socket at a time sends 10,000 operations at once; the next starts when all are answered. */
+function wsFlood(app, token) {
+  const t = tally();
+  let running = true;
+  let current;
+  const loop = (async () => {
+    while (running) {
+      const s = await socketTo(app, token);
+      current = s;
+      if (!s.acked) {
+        t.count(`closed ${s.closeCode}`);
+        continue;
+      }
+      let answered = 0;
+      const done = new Promise((resolveDone) => {
+        s.onMessage = (msg) => {
+          if (msg.type === 'complete' || msg.type === 'error') {
+            t.count(msg.type === 'error' ? msg.payload?.[0]?.extensions?.code : 'complete');
+            if (++answered === 10_000) {
+              resolveDone();
+            }
+          }
+        };
+        s.ws.on('close', resolveDone);
+      });
+      for (let i = 0; i < 10_000; i++) {
+        s.ws.send(
+          JSON.stringify({
+            id: String(i),
+            type: 'subscribe',
+            payload: { query: '{ __typename }' },
+          }),
+        );
+      }
+      await done;
+      s.ws.close();
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      current?.ws.close();
+      await loop;
+      return t.report();
+    },
+  };
+}
+
+const kept = [];
+async function greedySocket(app, token) {
+  const s = await socketTo(app, token);
+  if (s.acked) {
+    kept.push(s.ws); // hold the slot: the next ones are over the cap
+    if (kept.length > 50) {
+      kept.shift().close();
+    }
+    return 'ack';
+  }
+  return `closed ${s.closeCode}`;
+}
+
+const BATCH = Array.from({ length: 1000 }, () => ({ query: '{ me { id name } }' }));
+const ALIASES = `{ ${Array.from({ length: 2000 }, (_, i) => `a${i}: me { id }`).join(' ')} }`;
+
+async function graphql(app, token, body) {
+  const res = await fetch(`${app}/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json().catch(() => undefined);
+  const first = Array.isArray(json) ? json[0] : json;
+  return `${res.status}:${first?.errors?.[0]?.extensions?.code ?? 'data'}`;
+}
+
+// ---- plumbing ---------------------------------------------------------------------------------------
+
+function cleanup() {
+  for (const ws of kept.splice(0)) {
+    ws.terminate();
+  }
+  for (const child of children) {
+    child.kill('SIGTERM');
+  }
+  if (workDir) {
+    rmSync(workDir, { recursive: true, force: true });
+    workDir = undefined;
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  runAbuse().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,37 @@
+import pg from 'pg';
+
+/** node-postgres' message when a statement got no answer within `query_timeout`. */
+export const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
+
+/**
+ * A node-postgres client that closes its connection when a statement times out (`query_timeout`).
+ * node-postgres answers the caller with an error but keeps the connection, still waiting for that
+ * statement: returned to the pool, it would hold every later statement behind a server that does not
+ * answer. Closed, the pool drops it (it is no longer queryable) and opens a new one when needed; the
+ * server rolls back whatever transaction it had open.
+ */
+export class ClosingOnTimeoutClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+    Object.assign(this, {
+      query: (...args: unknown[]) => {
+        const result = query(...args);
+        if (result instanceof Promise) {
+          result.catch((err: unknown) => {
+            if (err instanceof Error && err.message === QUERY_TIMEOUT_MESSAGE) {
+              this.closeConnection();
+            }
+          });
+        }
+        return result;
+      },
+    });
+  }
+
+  private closeConnection(): void {
+    (
+      this as unknown as { connection: { stream: { destroy(): void } } }
+    ).connection.stream.destroy();
+  }
+}

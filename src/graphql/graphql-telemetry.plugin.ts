@@ -1,0 +1,67 @@
+import type {
+  ApolloServerPlugin,
+  GraphQLRequestContext,
+  GraphQLRequestContextWillSendResponse,
+  GraphQLRequestListener,
+} from '@apollo/server';
+import { Plugin } from '@nestjs/apollo';
+import type { OperationDefinitionNode } from 'graphql';
+import { noteOperation } from '../common/logging.js';
+import { MetricsService, type GraphqlOutcome } from '../metrics/metrics.service.js';
+import type { GqlContext } from './context.js';
+
+/** How a result ended (see `GraphqlOutcome`). */
+export function outcomeOf(result: { data?: unknown; errors?: readonly unknown[] }): GraphqlOutcome {
+  if (!result.errors?.length) {
+    return 'ok';
+  }
+  return result.data ? 'partial' : 'error';
+}
+
+/** The operation's type as a label: `query`, `mutation`, `subscription`, or `unknown` (unresolved). */
+export function operationType(operation: OperationDefinitionNode | undefined | null): string {
+  return operation ? operation.operation : 'unknown';
+}
+
+/** The operation's name as written in the document, `anonymous`, or `unknown` (unresolved). */
+export function operationName(operation: OperationDefinitionNode | undefined | null): string {
+  return operation ? (operation.name?.value ?? 'anonymous') : 'unknown';
+}
+
+/**
+ * GraphQL over HTTP, per operation: `atrium_graphql_operations_total`, its duration and cost
+ * (docs/operations.md), and the operation's name and type on the request's log line. Requests
+ * refused before Apollo starts an operation (invalid credentials, a body over the limits) are
+ * only in the HTTP metrics and the request log. Over WebSocket, GraphqlWsServer records the same.
+ */
+@Plugin()
+export class GraphqlTelemetryPlugin implements ApolloServerPlugin<GqlContext> {
+  constructor(private readonly metrics: MetricsService) {}
+
+  async requestDidStart(
+    start: GraphQLRequestContext<GqlContext>,
+  ): Promise<GraphQLRequestListener<GqlContext>> {
+    const started = performance.now();
+    const metrics = this.metrics;
+    const req = start.contextValue.req;
+    return {
+      async willSendResponse(rc: GraphQLRequestContextWillSendResponse<GqlContext>) {
+        const { body } = rc.response;
+        const type = operationType(rc.operation);
+        const name = operationName(rc.operation);
+        if (req) {
+          noteOperation(req, name, type);
+        }
+        const outcome = body.kind === 'single' ? outcomeOf(body.singleResult) : 'ok';
+        metrics.recordOperation(
+          'http',
+          type,
+          name,
+          outcome,
+          (performance.now() - started) / 1000,
+          rc.contextValue.cost?.requested,
+        );
+      },
+    };
+  }
+}

@@ -1,0 +1,171 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { ApolloServerPlugin } from '@apollo/server';
+import type { FastifyInstance } from 'fastify';
+import { DomainError } from '../common/errors.js';
+import { etagOf, noneMatchHits } from '../common/etag.js';
+import { sendError } from '../common/http-exception.filter.js';
+
+/**
+ * The development landing page of /graphql: GraphiQL served entirely by this application (docs/graphql.md,
+ * "Explorer"). React, ReactDOM and GraphiQL are the prebuilt UMD bundles of the pinned npm packages,
+ * read from node_modules once at boot; the page works with no network beyond this server.
+ */
+export const IDE_ASSETS_PATH = '/graphql-ide';
+
+/**
+ * Only same-origin scripts, and no inline script at all: the page's own code is a file too.
+ * GraphiQL sets inline `style` attributes (panes, resizers), hence 'unsafe-inline' for styles only.
+ */
+export const LANDING_PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * Storage in the tab's memory: GraphiQL keeps its tabs, query and headers there, so nothing this page
+ * holds (a pasted token above all) reaches localStorage or outlives the tab.
+ */
+const PAGE_SCRIPT = `'use strict';
+(function () {
+  var memory = new Map();
+  var storage = {
+    getItem: function (key) { return memory.has(key) ? memory.get(key) : null; },
+    setItem: function (key, value) { memory.set(key, String(value)); },
+    removeItem: function (key) { memory.delete(key); },
+    clear: function () { memory.clear(); },
+    key: function (index) { var keys = Array.from(memory.keys()); return index < keys.length ? keys[index] : null; },
+    get length() { return memory.size; }
+  };
+  var url = location.origin + location.pathname;
+  var fetcher = GraphiQL.createFetcher({ url: url, subscriptionUrl: url.replace(/^http/, 'ws') });
+  var query = [
+    '# Paste a token in Headers (below):',
+    '#   {"Authorization": "Bearer <token>"}',
+    '#   or {"X-API-Key": "atr_..."}',
+    '# It stays in memory (no localStorage).',
+    '',
+    '{',
+    '  me {',
+    '    id',
+    '  }',
+    '}',
+    ''
+  ].join('\\n');
+  ReactDOM.createRoot(document.getElementById('graphiql')).render(
+    React.createElement(GraphiQL, {
+      fetcher: fetcher,
+      storage: storage,
+      shouldPersistHeaders: false,
+      isHeadersEditorEnabled: true,
+      defaultEditorToolsVisibility: 'headers',
+      defaultQuery: query
+    })
+  );
+})();
+`;
+
+const PAGE_STYLE = `html, body { height: 100%; margin: 0; }
+body { display: flex; flex-direction: column; font-family: system-ui, sans-serif; }
+#atrium-notice { margin: 0; padding: 6px 12px; font-size: 13px; background: #fff8d6; color: #3d3500; border-bottom: 1px solid #e6d98c; }
+#atrium-notice code { font-size: 12px; }
+#graphiql { flex: 1; min-height: 0; }
+`;
+
+const PAGE_HTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Atrium GraphQL</title>
+<link rel="stylesheet" href="graphql-ide/graphiql.min.css">
+<link rel="stylesheet" href="graphql-ide/atrium-page.css">
+</head>
+<body>
+<p id="atrium-notice" role="note">Paste a token in <strong>Headers</strong>, e.g. <code>{"Authorization": "Bearer …"}</code> or <code>{"X-API-Key": "atr_…"}</code>. Tokens stay in this tab's memory only: nothing on this page is saved in localStorage, and a reload forgets them.</p>
+<div id="graphiql">Loading…</div>
+<script src="graphql-ide/react.production.min.js"></script>
+<script src="graphql-ide/react-dom.production.min.js"></script>
+<script src="graphql-ide/graphiql.min.js"></script>
+<script src="graphql-ide/atrium-page.js"></script>
+</body>
+</html>
+`;
+
+interface Asset {
+  type: string;
+  body: Buffer;
+  etag: string;
+}
+
+function packageFile(pkg: string, file: string): Buffer {
+  const require = createRequire(import.meta.url);
+  return readFileSync(join(dirname(require.resolve(`${pkg}/package.json`)), file));
+}
+
+function asset(type: string, body: Buffer): Asset {
+  return { type, body, etag: etagOf(body) };
+}
+
+const JS = 'text/javascript; charset=utf-8';
+const CSS = 'text/css; charset=utf-8';
+
+function loadAssets(): Map<string, Asset> {
+  return new Map([
+    ['react.production.min.js', asset(JS, packageFile('react', 'umd/react.production.min.js'))],
+    [
+      'react-dom.production.min.js',
+      asset(JS, packageFile('react-dom', 'umd/react-dom.production.min.js')),
+    ],
+    ['graphiql.min.js', asset(JS, packageFile('graphiql', 'graphiql.min.js'))],
+    ['graphiql.min.css', asset(CSS, packageFile('graphiql', 'graphiql.min.css'))],
+    ['atrium-page.js', asset(JS, Buffer.from(PAGE_SCRIPT))],
+    ['atrium-page.css', asset(CSS, Buffer.from(PAGE_STYLE))],
+  ]);
+}
+
+/** Apollo's landing page hook: the HTML above for browsers on GET /graphql. */
+export const selfHostedGraphiql: ApolloServerPlugin = {
+  serverWillStart() {
+    return Promise.resolve({
+      renderLandingPage: () => Promise.resolve({ html: PAGE_HTML }),
+    });
+  },
+};
+
+/**
+ * Serves the page's scripts and styles under IDE_ASSETS_PATH (a fixed list, nothing else from disk),
+ * and gives the HTML page at `path` its own Content-Security-Policy.
+ */
+export function registerLandingPage(fastify: FastifyInstance, path: string): void {
+  const assets = loadAssets();
+  fastify.get<{ Params: { file: string } }>(`${IDE_ASSETS_PATH}/:file`, (req, reply) => {
+    const found = assets.get(req.params.file);
+    if (!found) {
+      sendError(reply, new DomainError('not_found', `No asset ${req.params.file}`));
+      return reply;
+    }
+    void reply.header('ETag', found.etag).header('Cache-Control', 'no-cache');
+    if (noneMatchHits(req.headers['if-none-match'], found.etag)) {
+      return reply.code(304).send();
+    }
+    return reply.type(found.type).send(found.body);
+  });
+  fastify.addHook('onSend', (req, reply, payload, done) => {
+    if (
+      req.url.split('?', 1)[0] === path &&
+      String(reply.getHeader('content-type') ?? '').startsWith('text/html')
+    ) {
+      void reply.header('Content-Security-Policy', LANDING_PAGE_CSP);
+    }
+    done(null, payload);
+  });
+}

@@ -1,0 +1,167 @@
+import { createHash } from 'node:crypto';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { of, type Observable } from 'rxjs';
+import type { Caller } from '../auth/caller.js';
+import { BadRequest, DomainError } from '../common/errors.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { IdempotencyRepository, type StoredResponse } from './idempotency.repository.js';
+
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+/** 1 to 255 visible ASCII characters (a UUID, a ULID, any client-chosen token). */
+const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
+/** How long a running request holds its key before a retry may take it over (its runner died). */
+const LOCK_MS = 60_000;
+/** The response headers that describe the result, and so are replayed with it. */
+const KEPT_HEADERS = ['content-type', 'location', 'etag', 'last-modified', 'link'];
+
+type RequestState =
+  | { kind: 'replay'; response: StoredResponse }
+  | { kind: 'claimed'; id: string; repo: IdempotencyRepository };
+
+/** Set by the interceptor, read by the onSend hook below: one entry per keyed request. */
+const states = new WeakMap<FastifyRequest, RequestState>();
+
+function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+/** JSON with object members sorted: the same body sent with its members in another order is the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) {
+    return `[${value.map(canonical).join(',')}]`;
+  }
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Whose key it is: a key is never shared between callers (one cannot replay another's response). */
+function scopeOf(req: FastifyRequest & { caller?: Caller }): string {
+  const caller = req.caller;
+  if (!caller) {
+    return `address:${req.ip}`;
+  }
+  return caller.clientId
+    ? `user:${caller.userId} client:${caller.clientId}`
+    : `user:${caller.userId}`;
+}
+
+/**
+ * `Idempotency-Key` on the POSTs that create (docs/idempotency.md, Stripe's semantics): the first
+ * request with a key runs and its response is kept; the same key and body again gets that response
+ * back with `Idempotent-Replayed: true`; another body is 422; while the first still runs, 409.
+ * Runs after the guards, so the caller (the key's scope) is known.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(
+    private readonly repo: IdempotencyRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async intercept(ctx: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+    const http = ctx.switchToHttp();
+    const req = http.getRequest<FastifyRequest & { caller?: Caller }>();
+    const header = req.headers['idempotency-key'];
+    if (header === undefined) {
+      return next.handle();
+    }
+    if (typeof header !== 'string' || !KEY_SHAPE.test(header)) {
+      throw BadRequest('Invalid Idempotency-Key', [
+        {
+          field: IDEMPOTENCY_HEADER,
+          message: 'must be one value of 1 to 255 visible ASCII characters (no spaces)',
+        },
+      ]);
+    }
+    const [path, query = ''] = req.url.split(/\?(.*)/s, 2);
+    const id = sha256(JSON.stringify([scopeOf(req), req.method, path, header]));
+    const requestHash = sha256(JSON.stringify([query, canonical(req.body ?? null)]));
+    const now = Date.now();
+    const claim = await this.repo.claim(
+      id,
+      requestHash,
+      new Date(now).toISOString(),
+      new Date(now + LOCK_MS).toISOString(),
+      new Date(now + this.config.idempotencyTtlS * 1000).toISOString(),
+    );
+    switch (claim.kind) {
+      case 'mismatch':
+        throw new DomainError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used with another request body; use a new key for a new request',
+        );
+      case 'in_progress':
+        void http.getResponse<FastifyReply>().header('Retry-After', '1');
+        throw new DomainError(
+          'idempotency_key_in_progress',
+          'A request with this Idempotency-Key is still being processed; retry it later',
+        );
+      case 'replay':
+        states.set(req, { kind: 'replay', response: claim.response });
+        return of(undefined); // the onSend hook sends the stored response instead
+      case 'claimed':
+        states.set(req, { kind: 'claimed', id, repo: this.repo });
+        return next.handle();
+    }
+  }
+}
+
+/**
+ * Keeps the first response of a claimed key (any status below 500 but 429: those change nothing
+ * the client could not retry) and sends a stored one in place of a replayed request's. An onSend
+ * hook sees the final status, headers and body, whether a handler or the error filter made them.
+ */
+export function registerIdempotencyHook(fastify: FastifyInstance): void {
+  const logger = new Logger('Idempotency');
+  fastify.addHook('onSend', async (req, reply, payload) => {
+    const state = states.get(req);
+    if (!state) {
+      return payload;
+    }
+    states.delete(req);
+    if (state.kind === 'replay') {
+      for (const name of KEPT_HEADERS) {
+        reply.removeHeader(name);
+      }
+      void reply
+        .code(state.response.status)
+        .headers(state.response.headers)
+        .header(REPLAYED_HEADER, 'true');
+      return state.response.body;
+    }
+    const status = reply.statusCode;
+    const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload : null;
+    try {
+      if (status >= 500 || status === 429 || body === null) {
+        await state.repo.release(state.id);
+      } else {
+        const headers: Record<string, string> = {};
+        for (const name of KEPT_HEADERS) {
+          const value = reply.getHeader(name);
+          if (value !== undefined) {
+            headers[name] = String(value);
+          }
+        }
+        await state.repo.complete(state.id, { status, headers, body: body.toString() });
+      }
+    } catch (err) {
+      // the key stays claimed until its lock lapses; the response itself still goes out
+      logger.error({ err }, 'could not record the Idempotency-Key result');
+    }
+    return payload;
+  });
+}
