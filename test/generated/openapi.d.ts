@@ -799,7 +799,7 @@ export interface components {
       updated_at: string;
     };
     OrderItemBody: {
-      /** @example BOOK-0042 */
+      /** @example BOOK-1 */
       sku: string;
       /** @example 2 */
       quantity: number;
@@ -1119,7 +1119,7 @@ export interface components {
          * @example conflict
          * @enum {string}
          */
-        code: 'conflict';
+        code: 'conflict' | 'idempotency_key_in_progress';
         /** @example Conflict */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
@@ -1189,7 +1189,7 @@ export interface components {
          * @example validation_failed
          * @enum {string}
          */
-        code: 'validation_failed';
+        code: 'validation_failed' | 'idempotency_key_reused';
         /** @example Unprocessable Entity */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
@@ -1886,7 +1886,10 @@ export interface operations {
   AuthController_register: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2925,7 +2928,10 @@ export interface operations {
   UsersController_create: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -3102,7 +3108,10 @@ export interface operations {
   UsersController_batch: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4224,7 +4233,10 @@ export interface operations {
   OrdersController_create: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path: {
         id: string;
       };
@@ -4940,7 +4952,10 @@ export interface operations {
   RoomsController_create: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -5449,7 +5464,10 @@ export interface operations {
   RoomsController_send: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path: {
         id: string;
       };
@@ -5783,7 +5801,10 @@ export interface operations {
   PostsController_create: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
