@@ -1941,9 +1941,14 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A live user already has this email. */
+      /**
+       * @description A live user already has this email.
+       *
+       *     A live user already has this email. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
+       */
       409: {
         headers: {
+          'Retry-After': components['headers']['Retry-After'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3010,9 +3015,14 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A live user already has this email (case-insensitive). */
+      /**
+       * @description A live user already has this email (case-insensitive).
+       *
+       *     A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
+       */
       409: {
         headers: {
+          'Retry-After': components['headers']['Retry-After'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3202,9 +3212,14 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A live user already has this email (case-insensitive). */
+      /**
+       * @description A live user already has this email (case-insensitive).
+       *
+       *     A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
+       */
       409: {
         headers: {
+          'Retry-After': components['headers']['Retry-After'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4330,6 +4345,20 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
+      /** @description The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
+      409: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConflictError'];
+        };
+      };
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
@@ -5034,9 +5063,14 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A room with this name already exists. */
+      /**
+       * @description A room with this name already exists.
+       *
+       *     A room with this name already exists. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
+       */
       409: {
         headers: {
+          'Retry-After': components['headers']['Retry-After'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5560,6 +5594,20 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
+      /** @description The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
+      409: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConflictError'];
+        };
+      };
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
@@ -5881,6 +5929,20 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
+      409: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConflictError'];
         };
       };
       /** @description The body exceeds 1 MiB. */

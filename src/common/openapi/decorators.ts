@@ -120,7 +120,7 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     }),
   );
 
-const errorResponse = (status: number, description: string, headers?: Record<string, object>) =>
+export const errorResponse = (status: number, description: string, headers?: Record<string, object>) =>
   ApiResponse({
     status,
     description,
