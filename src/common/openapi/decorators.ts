@@ -120,7 +120,11 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     }),
   );
 
-export const errorResponse = (status: number, description: string, headers?: Record<string, object>) =>
+export const errorResponse = (
+  status: number,
+  description: string,
+  headers?: Record<string, object>,
+) =>
   ApiResponse({
     status,
     description,
