@@ -1,9 +1,7 @@
 import 'reflect-metadata';
-import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createApp } from '../app.factory.js';
-import { loadConfig } from '../config/config.js';
+import { withOfflineApp } from './boot-offline.js';
 
 /**
  * `npm run openapi:write [file]`: builds the application exactly as it serves (in-memory SQLite, no
@@ -11,18 +9,7 @@ import { loadConfig } from '../config/config.js';
  * `openapi.json` (or `file`). Redocly lints that file and openapi-typescript generates the test
  * client's types from it (README, "OpenAPI document and typed clients").
  */
-const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
-  type: 'pkcs8',
-  format: 'pem',
-});
-const config = loadConfig({
-  NODE_ENV: 'production',
-  DATABASE_URL: 'sqlite::memory:',
-  JWT_PRIVATE_KEY: key as string,
-  LOG_LEVEL: 'warn',
-});
-const app = await createApp(config);
-try {
+await withOfflineApp({}, async (app) => {
   const target = resolve(process.argv[2] ?? 'openapi.json');
   // the document exactly as served, through Fastify's request injection (no socket)
   const res = await app.getHttpAdapter().getInstance().inject({ url: '/api/docs-json' });
@@ -31,6 +18,4 @@ try {
   }
   writeFileSync(target, `${JSON.stringify(JSON.parse(res.body), null, 2)}\n`);
   console.log(`wrote ${target}`);
-} finally {
-  await app.close();
-}
+});
