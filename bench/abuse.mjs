@@ -20,16 +20,13 @@
 //   npm run bench -- --abuse                 (builds if needed)
 //   npm run build && node bench/abuse.mjs
 //   BENCH_ABUSE_PHASES=flood node bench/abuse.mjs     # only the phases whose name has "flood"
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { cpuMs, freePort, post, waitReady } from './plumbing.mjs';
+import { cpuMs, post, quantiles, startBuiltApp } from './plumbing.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS ?? 8);
@@ -38,8 +35,7 @@ const LOOPS = 4;
 const ADMIN_EMAIL = 'bench-admin@example.com';
 const ADMIN_PASSWORD = 'bench-password-123';
 
-const children = new Set();
-let workDir;
+let started;
 
 export async function runAbuse() {
   try {
@@ -50,29 +46,13 @@ export async function runAbuse() {
 }
 
 async function main() {
-  const mainJs = join(ROOT, 'dist', 'main.js');
-  readFileSync(mainJs); // throws with a clear path when not built
-  workDir = mkdtempSync(join(tmpdir(), 'atrium-abuse-'));
-  const port = await freePort();
-  const app = `http://127.0.0.1:${port}`;
-  const env = {
-    ...process.env,
-    NODE_ENV: 'production',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    PUBLIC_URL: app,
-    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
-    LOG_LEVEL: 'warn',
-    ADMIN_EMAIL,
-    ADMIN_PASSWORD,
-    RATE_LIMIT: '100000000',
-    AUTH_RATE_LIMIT: '100000000',
-    GRAPHQL_COST_BUDGET: '1000000000',
-  };
-  delete env.REDIS_URL;
-  const proc = spawn(process.execPath, [mainJs], { cwd: ROOT, env, stdio: 'ignore' });
-  children.add(proc);
-  await waitReady(proc, `${app}/health/ready`);
+  started = await startBuiltApp({
+    root: ROOT,
+    name: 'abuse',
+    admin: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+    env: { GRAPHQL_COST_BUDGET: '1000000000' },
+  });
+  const { url: app, proc } = started;
 
   const admin = {
     authorization: `Bearer ${(await post(`${app}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })).json.access_token}`,
@@ -202,12 +182,6 @@ async function goodClient(app, good) {
     await sleep(10);
   }
   return { rest: quantiles(rest), gql: quantiles(gql) };
-}
-
-function quantiles(values) {
-  values.sort((a, b) => a - b);
-  const q = (p) => values[Math.min(values.length - 1, Math.floor(p * values.length))] ?? 0;
-  return { p50: q(0.5), p99: q(0.99), max: values.at(-1) ?? 0, n: values.length };
 }
 
 // ---- abuse ------------------------------------------------------------------------------------------
@@ -430,13 +404,7 @@ function cleanup() {
   for (const ws of kept.splice(0)) {
     ws.terminate();
   }
-  for (const child of children) {
-    child.kill('SIGTERM');
-  }
-  if (workDir) {
-    rmSync(workDir, { recursive: true, force: true });
-    workDir = undefined;
-  }
+  started?.stop();
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

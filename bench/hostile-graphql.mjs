@@ -13,16 +13,14 @@
 //   BENCH_APP_DIR=/path/to/other/checkout node bench/hostile-graphql.mjs   # another build
 //
 // See bench/README.md.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { freePort, post, waitReady } from './plumbing.mjs';
+import { cpuMs, post, quantiles, startBuiltApp } from './plumbing.mjs';
 
 const ROOT = resolve(
   process.env.BENCH_APP_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..'),
@@ -67,37 +65,22 @@ const HOSTILE = [
   },
 ];
 
-const children = new Set();
-let workDir;
+let started;
 
 async function main() {
-  const mainJs = join(ROOT, 'dist', 'main.js');
-  readFileSync(mainJs); // throws with a clear path when not built
-  workDir = mkdtempSync(join(tmpdir(), 'atrium-hostile-'));
-  const port = await freePort();
-  const app = `http://127.0.0.1:${port}`;
-  const env = {
-    ...process.env,
-    NODE_ENV: 'production',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    PUBLIC_URL: app,
-    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
-    LOG_LEVEL: 'warn',
-    ADMIN_EMAIL,
-    ADMIN_PASSWORD,
-    RATE_LIMIT: '100000000',
-    AUTH_RATE_LIMIT: '100000000',
-    // the default budget (10 000 points per 60 s) per identity: the good client (the admin) spends
-    // ~3 points per request; the hostile identity runs out (heavy queries, subscription events)
-    GRAPHQL_COST_BUDGET: process.env.BENCH_COST_BUDGET ?? '10000',
-    WS_MAX_CONNECTIONS_PER_IDENTITY: '100000',
-    WS_MAX_OPERATIONS_PER_CONNECTION: '100000',
-  };
-  delete env.REDIS_URL;
-  const proc = spawn(process.execPath, [mainJs], { cwd: ROOT, env, stdio: 'ignore' });
-  children.add(proc);
-  await waitReady(proc, `${app}/health/ready`);
+  started = await startBuiltApp({
+    root: ROOT,
+    name: 'hostile',
+    admin: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+    env: {
+      // the default budget (10 000 points per 60 s) per identity: the good client (the admin) spends
+      // ~3 points per request; the hostile identity runs out (heavy queries, subscription events)
+      GRAPHQL_COST_BUDGET: process.env.BENCH_COST_BUDGET ?? '10000',
+      WS_MAX_CONNECTIONS_PER_IDENTITY: '100000',
+      WS_MAX_OPERATIONS_PER_CONNECTION: '100000',
+    },
+  });
+  const { url: app, proc } = started;
 
   const token = (
     await post(`${app}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })
@@ -231,13 +214,11 @@ async function phase(name, app, auth, rss, hostile, extra) {
   await sleep(SECONDS * 1000);
   running = false;
   await Promise.all([good, ...loops]);
-  const cpuMs = rss.cpuMs() - cpu0;
+  const appCpuMs = rss.cpuMs() - cpu0;
   const extraOutcome = await stopExtra?.();
   if (extraOutcome) {
     answers.set(extraOutcome, 1);
   }
-  latencies.sort((a, b) => a - b);
-  const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
   return {
     name,
     sent,
@@ -245,14 +226,11 @@ async function phase(name, app, auth, rss, hostile, extra) {
       [...answers]
         .map(([k, v]) => (v === 1 && k.includes(':') && k.startsWith('events') ? k : `${k}x${v}`))
         .join(' ') || '-',
-    p50: q(0.5),
-    p99: q(0.99),
-    max: latencies.at(-1) ?? 0,
-    n: latencies.length,
+    ...quantiles(latencies),
     rssPeakMb: Math.round(rss.peak() / 1024),
     // server CPU per hostile request: independent of what else the machine runs
-    cpuPerHostile: sent > 0 ? cpuMs / sent : 0,
-    cpuBusy: cpuMs / (SECONDS * 1000),
+    cpuPerHostile: sent > 0 ? appCpuMs / sent : 0,
+    cpuBusy: appCpuMs / (SECONDS * 1000),
   };
 }
 
@@ -322,14 +300,7 @@ function rssSampler(pid) {
   return {
     peak: () => peak,
     /** user + system CPU time of the process so far, in ms (clock ticks of 10 ms) */
-    cpuMs: () => {
-      try {
-        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-        return (Number(fields[11]) + Number(fields[12])) * 10;
-      } catch {
-        return 0;
-      }
-    },
+    cpuMs: () => cpuMs(pid),
     reset: () => {
       peak = 0;
       read();
@@ -339,12 +310,7 @@ function rssSampler(pid) {
 }
 
 function cleanup() {
-  for (const child of children) {
-    child.kill('SIGTERM');
-  }
-  if (workDir) {
-    rmSync(workDir, { recursive: true, force: true });
-  }
+  started?.stop();
 }
 
 main()

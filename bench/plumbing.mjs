@@ -1,7 +1,10 @@
 // Helpers shared by the benchmark scripts that start the built app themselves
 // (bench/hostile-graphql.mjs, bench/abuse.mjs).
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** POSTs JSON; throws on a status of 300 or more. */
@@ -59,4 +62,58 @@ export function cpuMs(pid) {
   } catch {
     return 0;
   }
+}
+
+/**
+ * Starts the built app of `root` (`node dist/main.js`; throws with its path when not built) on a free
+ * port of 127.0.0.1: NODE_ENV=production, a fresh SQLite file in a temporary directory
+ * (`atrium-<name>-*`), LOG_LEVEL=warn, the boot admin `admin` ({ email, password }), request rate
+ * limits that load cannot exhaust and no Redis, with `env` on top. Resolves once `GET /health/ready`
+ * answers 200, to `{ url, proc, stop }`: `stop()` ends the app and removes the directory (it is also
+ * called when the app does not become ready).
+ */
+export async function startBuiltApp({ root, name, admin, env = {} }) {
+  const mainJs = join(root, 'dist', 'main.js');
+  readFileSync(mainJs); // throws with a clear path when not built
+  const workDir = mkdtempSync(join(tmpdir(), `atrium-${name}-`));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const appEnv = {
+    ...process.env,
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: url,
+    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
+    LOG_LEVEL: 'warn',
+    ADMIN_EMAIL: admin.email,
+    ADMIN_PASSWORD: admin.password,
+    RATE_LIMIT: '100000000',
+    AUTH_RATE_LIMIT: '100000000',
+    ...env,
+  };
+  delete appEnv.REDIS_URL;
+  const proc = spawn(process.execPath, [mainJs], { cwd: root, env: appEnv, stdio: 'ignore' });
+  let stopped = false;
+  const stop = () => {
+    if (!stopped) {
+      stopped = true;
+      proc.kill('SIGTERM');
+      rmSync(workDir, { recursive: true, force: true });
+    }
+  };
+  try {
+    await waitReady(proc, `${url}/health/ready`);
+  } catch (err) {
+    stop();
+    throw err;
+  }
+  return { url, proc, stop };
+}
+
+/** p50, p99 and max of latencies (sorts `values` in place), and how many there are. */
+export function quantiles(values) {
+  values.sort((a, b) => a - b);
+  const q = (p) => values[Math.min(values.length - 1, Math.floor(p * values.length))] ?? 0;
+  return { p50: q(0.5), p99: q(0.99), max: values.at(-1) ?? 0, n: values.length };
 }
