@@ -15,12 +15,11 @@
 // See bench/README.md.
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { cpuMs, post, quantiles, startBuiltApp } from './plumbing.mjs';
+import { cpuMs, post, quantiles, startBuiltApp, timedMeQuery } from './plumbing.mjs';
 
 const ROOT = resolve(
   process.env.BENCH_APP_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..'),
@@ -197,16 +196,10 @@ async function phase(name, app, auth, rss, hostile, extra) {
   const latencies = [];
   const good = (async () => {
     while (running) {
-      const t0 = performance.now();
-      const res = await fetch(`${app}/graphql`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ me { id name } }' }),
-      });
-      const json = await res.json();
-      latencies.push(performance.now() - t0);
-      if (json.errors) {
-        throw new Error(`good client got errors: ${JSON.stringify(json.errors)}`);
+      const { ms, body } = await timedMeQuery(app, auth);
+      latencies.push(ms);
+      if (body.errors) {
+        throw new Error(`good client got errors: ${JSON.stringify(body.errors)}`);
       }
       await sleep(20);
     }

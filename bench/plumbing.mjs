@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** POSTs JSON; throws on a status of 300 or more. */
@@ -116,4 +117,19 @@ export function quantiles(values) {
   values.sort((a, b) => a - b);
   const q = (p) => values[Math.min(values.length - 1, Math.floor(p * values.length))] ?? 0;
   return { p50: q(0.5), p99: q(0.99), max: values.at(-1) ?? 0, n: values.length };
+}
+
+/**
+ * The well-behaved client's GraphQL request, `{ me { id name } }` with `headers`: resolves to its
+ * latency in ms (until the body is read), the HTTP status and the parsed body.
+ */
+export async function timedMeQuery(app, headers) {
+  const t0 = performance.now();
+  const res = await fetch(`${app}/graphql`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: '{ me { id name } }' }),
+  });
+  const body = await res.json();
+  return { ms: performance.now() - t0, status: res.status, body };
 }
