@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,9 +13,12 @@ import {
   type TestApp,
 } from './helpers/app.js';
 import { client } from './helpers/http.js';
-import { freePort, PrivateRedis, rateHeaders, signUp } from './helpers/rate-limit.js';
-
-const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
+import {
+  privateRedisTestsRun,
+  startPrivateRedis,
+  type PrivateRedis,
+} from './helpers/private-redis.js';
+import { rateHeaders, signUp } from './helpers/rate-limit.js';
 
 describe.skipIf(!usingRedis)('two instances sharing Redis (skipped: REDIS_URL is not set)', () => {
   let a: TestApp;
@@ -60,20 +62,14 @@ describe.skipIf(!usingRedis)('two instances sharing Redis (skipped: REDIS_URL is
 });
 
 // Locally a missing redis-server skips this block; in CI (CI set) it fails instead: CI must cover it.
-describe.skipIf(!hasRedisServer && !process.env.CI)(
+describe.skipIf(!privateRedisTestsRun)(
   'Redis outage (private redis-server; skipped outside CI when there is no redis-server binary)',
   () => {
     let redis: PrivateRedis;
     let t: TestApp;
 
     beforeAll(async () => {
-      if (!hasRedisServer) {
-        throw new Error(
-          'redis-server is not installed: CI needs it (apt-get install redis-server)',
-        );
-      }
-      redis = new PrivateRedis(await freePort());
-      await redis.start();
+      redis = await startPrivateRedis();
       t = await startApp({ REDIS_URL: redis.url, RATE_LIMIT: '3', RATE_LIMIT_WINDOW_S: '30' });
     });
     afterAll(async () => {

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import {
   createServer,
   connect as tcpConnect,
@@ -11,8 +10,19 @@ import { startApp, usingRedis, type TestApp } from './helpers/app.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { request, type TestResponse } from './helpers/http.js';
 import { percentile, startLoad, statusCounts, type Sample } from './helpers/load.js';
-import { freePort, PrivateRedis } from './helpers/rate-limit.js';
-import { connect, listening, subscribe, until, type Socket } from './subscriptions-helpers.js';
+import {
+  privateRedisTestsRun,
+  startPrivateRedis,
+  type PrivateRedis,
+} from './helpers/private-redis.js';
+import {
+  connect,
+  listening,
+  subscribe,
+  until,
+  type Socket,
+  type Subscription,
+} from './subscriptions-helpers.js';
 
 /** A TCP proxy in front of Redis that the test can cut and restore (an outage without stopping Redis). */
 class CuttableProxy {
@@ -49,6 +59,27 @@ class CuttableProxy {
   }
 }
 
+/**
+ * A new room of `owner` and a live subscription of `socket` to the contents of its messages (the app
+ * has subscribed to the room's topic when this resolves).
+ */
+async function roomSubscription(
+  t: TestApp,
+  owner: CreatedUser,
+  socket: Socket,
+  namePrefix: string,
+): Promise<{ room: string; sub: Subscription<{ messageAdded: { content: string } }> }> {
+  const room = (await owner.client.post('/api/v1/rooms', { name: unique(namePrefix) })).body.data
+    .id as string;
+  const sub = subscribe<{ messageAdded: { content: string } }>(
+    socket,
+    'subscription($r: ID!) { messageAdded(roomId: $r) { content } }',
+    { r: room },
+  );
+  await listening(t, TOPICS.messageAdded(room));
+  return { room, sub };
+}
+
 describe.skipIf(!usingRedis)(
   usingRedis
     ? 'Redis outage and reconnect of the event bus'
@@ -80,14 +111,7 @@ describe.skipIf(!usingRedis)(
     });
 
     it('keeps serving during an outage (events are lost, not queued) and resubscribes after it', async () => {
-      const room = (await user.client.post('/api/v1/rooms', { name: unique('outage-') })).body.data
-        .id as string;
-      const sub = subscribe(
-        socket,
-        'subscription($r: ID!) { messageAdded(roomId: $r) { content } }',
-        { r: room },
-      );
-      await listening(t, TOPICS.messageAdded(room));
+      const { room, sub } = await roomSubscription(t, user, socket, 'outage-');
       const send = (content: string) =>
         user.client.post(`/api/v1/rooms/${room}/messages`, { content });
 
@@ -121,7 +145,7 @@ describe.skipIf(!usingRedis)(
         );
       }
       expect(delivered).toBe(true);
-      const contents = sub.events.map((e) => e.messageAdded.content as string);
+      const contents = sub.events.map((e) => e.messageAdded.content);
       expect(contents[0]).toBe('before');
       // at most once, never out of order: 'during' may be lost (or, if the publisher's queue held it,
       // delivered once) but never after a later message
@@ -138,8 +162,6 @@ describe.skipIf(!usingRedis)(
   },
 );
 
-const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
-
 /**
  * Redis itself killed (SIGKILL) and restarted empty while requests, message sends and a subscription
  * are running, on a private redis-server (the shared one is never touched). As documented in
@@ -149,7 +171,7 @@ const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
  * delivered again, in commit order, without restarting the app.
  * Locally a missing redis-server skips this block; in CI (CI set) it fails instead.
  */
-describe.skipIf(!usingRedis || (!hasRedisServer && !process.env.CI))(
+describe.skipIf(!usingRedis || !privateRedisTestsRun)(
   usingRedis
     ? 'Redis killed and restarted under load (private redis-server; skipped outside CI without it)'
     : 'Redis killed and restarted under load: skipped, needs REDIS_URL (the PostgreSQL + Redis run)',
@@ -161,13 +183,7 @@ describe.skipIf(!usingRedis || (!hasRedisServer && !process.env.CI))(
     let socket: Socket;
 
     beforeAll(async () => {
-      if (!hasRedisServer) {
-        throw new Error(
-          'redis-server is not installed: CI needs it (apt-get install redis-server)',
-        );
-      }
-      redis = new PrivateRedis(await freePort());
-      await redis.start();
+      redis = await startPrivateRedis();
       // the request limit stays out of the way of the load; the credential bucket (5 failed checks
       // per address) is the limit this test sees refusing again after the restart
       t = await startApp({
@@ -193,14 +209,7 @@ describe.skipIf(!usingRedis || (!hasRedisServer && !process.env.CI))(
       });
 
     it('keeps answering (limits open, sends committed), keeps the subscription, and limits and delivers again after the restart', async () => {
-      const room = (await poster.client.post('/api/v1/rooms', { name: unique('load-') })).body.data
-        .id as string;
-      const sub = subscribe(
-        socket,
-        'subscription($r: ID!) { messageAdded(roomId: $r) { content } }',
-        { r: room },
-      );
-      await listening(t, TOPICS.messageAdded(room));
+      const { room, sub } = await roomSubscription(t, poster, socket, 'load-');
       let sent = 0;
       // one sender (its contents are in commit order), three readers
       const load = startLoad(4, (w) => {

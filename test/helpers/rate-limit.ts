@@ -1,7 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 import { unique } from './factories.js';
 import { client, request, type Client } from './http.js';
@@ -60,50 +57,4 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-/** A private, non-persistent redis-server on its own port (started and killed by the test). */
-export class PrivateRedis {
-  private proc: ChildProcess | undefined;
-
-  constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const proc = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    this.proc = proc;
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    const deadline = Date.now() + 5_000;
-    while (!out.includes('Ready to accept connections')) {
-      if (proc.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`redis-server did not start on ${this.port}: ${out}`);
-      }
-      await sleep(20);
-    }
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    this.proc?.kill(sig);
-  }
-
-  async kill(): Promise<void> {
-    const proc = this.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) {
-      return;
-    }
-    proc.kill('SIGCONT');
-    proc.kill('SIGKILL');
-    await once(proc, 'exit');
-    this.proc = undefined;
-  }
 }
