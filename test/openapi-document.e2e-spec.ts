@@ -7,7 +7,15 @@ import { checkResponse } from './helpers/openapi.js';
 interface Operation {
   summary?: string;
   tags?: string[];
-  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  parameters?: { name: string; in: string }[];
+  responses: Record<
+    string,
+    {
+      description?: string;
+      headers?: Record<string, unknown>;
+      content?: Record<string, { schema?: unknown }>;
+    }
+  >;
 }
 
 const USER = {
@@ -77,6 +85,30 @@ describe('OpenAPI document (/api/docs-json)', () => {
     // every code a REST answer can carry (query_too_complex is GraphQL's, 405 has no operation)
     const rest = ERROR_CODES.filter((c) => c !== 'query_too_complex' && c !== 'method_not_allowed');
     expect([...codes].sort()).toEqual([...rest].sort());
+  });
+
+  it('documents the 409 of every idempotent route once: its own conflict, then the key in progress, with Retry-After', () => {
+    const inProgress =
+      'The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.';
+    const conflicts: Record<string, string | undefined> = {};
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (op.parameters?.some((p) => p.in === 'header' && p.name === 'Idempotency-Key')) {
+          const conflict = op.responses['409'];
+          expect(conflict?.headers).toHaveProperty('Retry-After');
+          conflicts[`${method.toUpperCase()} ${path}`] = conflict?.description;
+        }
+      }
+    }
+    expect(conflicts).toMatchObject({
+      'POST /api/v1/users': `A live user already has this email (case-insensitive). Or: ${inProgress}`,
+      'POST /api/v1/rooms': `A room with this name already exists. Or: ${inProgress}`,
+      'POST /api/v1/posts': inProgress,
+    });
+    for (const description of Object.values(conflicts)) {
+      expect(description?.split(inProgress)).toHaveLength(2); // once, at the end
+      expect(description?.endsWith(inProgress)).toBe(true);
+    }
   });
 
   it('the response check refuses an undocumented status, naming the operation and the documented ones', async () => {

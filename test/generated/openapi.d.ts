@@ -1941,11 +1941,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /**
-       * @description A live user already has this email.
-       *
-       *     A live user already has this email. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
-       */
+      /** @description A live user already has this email. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3015,11 +3011,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /**
-       * @description A live user already has this email (case-insensitive).
-       *
-       *     A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
-       */
+      /** @description A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3212,11 +3204,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /**
-       * @description A live user already has this email (case-insensitive).
-       *
-       *     A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
-       */
+      /** @description A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -5063,11 +5051,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /**
-       * @description A room with this name already exists.
-       *
-       *     A room with this name already exists. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds.
-       */
+      /** @description A room with this name already exists. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];

@@ -5,6 +5,7 @@ import {
   ApiOperation,
   ApiQuery,
   ApiResponse,
+  DECORATORS,
   getSchemaPath,
 } from '@nestjs/swagger';
 import { DEFAULT_LIMIT, MAX_LIMIT, PageMeta, type ListSpec } from '../list-query.js';
@@ -120,17 +121,59 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     }),
   );
 
-export const errorResponse = (
-  status: number,
-  description: string,
-  headers?: Record<string, object>,
-) =>
+const errorResponse = (status: number, description: string, headers?: Record<string, object>) =>
   ApiResponse({
     status,
     description,
     schema: { $ref: `#/components/schemas/${errorSchemaName(status)}` },
     ...(headers ? { headers } : {}),
   });
+
+/**
+ * The causes of a 409, in the order its description gives them: the route's own conflict
+ * (`ApiStandardErrors`' `conflict`: a duplicate email, a room name), then `@Idempotent()`'s key still
+ * running.
+ */
+const CONFLICT_CAUSES = ['route', 'idempotency-key'] as const;
+
+export interface ConflictCause {
+  kind: (typeof CONFLICT_CAUSES)[number];
+  description: string;
+  /** Headers the 409 carries for this cause (`Retry-After`). */
+  headers?: Record<string, object>;
+}
+
+const CONFLICT_CAUSES_KEY = Symbol('atrium:openapi:conflict-causes');
+
+/**
+ * One cause of the route's 409. Each decorator that knows one adds it; the documented 409 is rebuilt
+ * from all the causes added so far, in the order of `CONFLICT_CAUSES`, so it reads the same whichever
+ * decorator runs first.
+ */
+export const ApiConflict = (cause: ConflictCause) =>
+  ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    const holder = (descriptor ? descriptor.value : target) as object;
+    const causes = [
+      ...((Reflect.getMetadata(CONFLICT_CAUSES_KEY, holder) as ConflictCause[] | undefined) ?? []),
+      cause,
+    ].sort((a, b) => CONFLICT_CAUSES.indexOf(a.kind) - CONFLICT_CAUSES.indexOf(b.kind));
+    Reflect.defineMetadata(CONFLICT_CAUSES_KEY, causes, holder);
+    // ApiResponse would join the new description to the one documented before: replace it instead
+    // (in place, so the responses keep their order)
+    const responses = Reflect.getMetadata(DECORATORS.API_RESPONSE, holder) as
+      | Record<string, unknown>
+      | undefined;
+    if (responses?.['409']) {
+      Reflect.defineMetadata(DECORATORS.API_RESPONSE, { ...responses, 409: undefined }, holder);
+    }
+    const headers = Object.assign({}, ...causes.map((c) => c.headers)) as Record<string, object>;
+    const decorate = errorResponse(
+      409,
+      causes.map((c) => c.description).join(' Or: '),
+      Object.keys(headers).length > 0 ? headers : undefined,
+    );
+    return descriptor ? decorate(target, key!, descriptor) : decorate(target as Type<unknown>);
+  }) as MethodDecorator & ClassDecorator;
 
 /**
  * A request the router refuses before the handler (a URL that does not percent-decode): the only
@@ -151,7 +194,7 @@ export interface ErrorOptions {
   notFound?: string;
   /** The 404 is about something in the body, not a path parameter (no 414). */
   pathId?: boolean;
-  /** When it answers 409. */
+  /** When it answers 409 (`@Idempotent()` adds its own cause to the same 409). */
   conflict?: string;
   /** It honours `If-Match` (412). */
   precondition?: boolean;
@@ -207,7 +250,7 @@ export const ApiStandardErrors = (kind: RouteKind, options: ErrorOptions = {}) =
     }
   }
   if (options.conflict) {
-    decorators.push(errorResponse(409, options.conflict));
+    decorators.push(ApiConflict({ kind: 'route', description: options.conflict }));
   }
   if (options.precondition) {
     decorators.push(
