@@ -13,6 +13,7 @@ import { TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import { graphqlRateLimited } from '../rate-limit/graphql-rate-limit.plugin.js';
 import type { GqlContext } from './context.js';
 import { LoaderRegistry } from './loaders.js';
+import { MAX_RESPONSE_BYTES, ResponseSize } from './response-size.js';
 
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
@@ -117,6 +118,7 @@ export class GraphqlContextFactory {
       transport: 'http',
       caller,
       loaders: new LoaderRegistry(),
+      responseSize: new ResponseSize(MAX_RESPONSE_BYTES),
       req,
       reply,
       requestId: req.id,

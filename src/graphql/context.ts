@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MaybeCaller } from '../auth/caller.js';
 import type { LoaderRegistry } from './loaders.js';
+import type { ResponseSize } from './response-size.js';
 
 /** The computed cost of an operation (docs/contract.md section 9), reported as `extensions.cost`. */
 export interface OperationCost {
@@ -23,6 +24,8 @@ export interface GqlContext {
   /** Set once the operation's cost has been computed (before execution). */
   cost?: OperationCost;
   requestId?: string;
+  /** HTTP only: the large text fields resolved so far (response-size.ts). */
+  responseSize?: ResponseSize;
   /** HTTP only. */
   req?: FastifyRequest;
   reply?: FastifyReply;

@@ -1,4 +1,4 @@
-import { ApolloServerPluginCacheControl } from '@apollo/server/plugin/cacheControl';
+import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Inject, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
@@ -16,12 +16,13 @@ import {
 } from './directives/directives.js';
 import { formatGraphqlError } from './format-error.js';
 import { GraphqlCoreModule } from './graphql-core.module.js';
-import { cacheControlHeaderPlugin, operationPolicyPlugin } from './graphql.plugins.js';
+import { operationPolicyPlugin } from './graphql.plugins.js';
 import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
 import { registerRequestLimits } from './request-limits.js';
+import { guardLargeFields } from './response-size.js';
 import './role.graphql.js';
 
 /** "Did you mean ...?" hints name schema members: only in development, and never with introspection off. */
@@ -45,7 +46,8 @@ export function apolloOptions(
       directives: [cacheControlDirective, costDirective],
       numberScalarMode: 'integer',
     },
-    transformSchema: (schema) => authDirectiveTransformer(withAuthDirective(schema)),
+    transformSchema: (schema) =>
+      guardLargeFields(authDirectiveTransformer(withAuthDirective(schema))),
     introspection: config.graphqlIntrospection,
     // no CDN page: @nestjs/apollo's GraphiQL loads from unpkg. `false` disables Apollo's own landing
     // page; in development our self-hosted GraphiQL (landing-page.ts) is the one landing page
@@ -62,9 +64,10 @@ export function apolloOptions(
     parseOptions: { maxTokens: DOCUMENT_LIMITS.maxTokens },
     validationOptions: { maxErrors: MAX_VALIDATION_ERRORS },
     plugins: [
-      ApolloServerPluginCacheControl({ defaultMaxAge: 0, calculateHttpHeaders: false }),
+      // Cache-Control comes from each document's hints, worked out once per document
+      // (cache-policy.ts) instead of Apollo's plugin, which hooks every field of every response
+      ApolloServerPluginCacheControlDisabled(),
       operationPolicyPlugin,
-      cacheControlHeaderPlugin,
       ...(config.graphqlDevelopment ? [selfHostedGraphiql] : []),
     ],
     // Fastify: Apollo calls the context function with (request, reply)

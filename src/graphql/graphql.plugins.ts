@@ -5,12 +5,13 @@ import type {
   GraphQLRequestListener,
 } from '@apollo/server';
 import { GraphQLError, OperationTypeNode } from 'graphql';
+import { operationCachePolicy } from './cache-policy.js';
 import type { GqlContext } from './context.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { formatGraphqlError } from './format-error.js';
 import { wantsGraphqlResponseJson } from './media-type.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
-import { MAX_RESPONSE_BYTES, ResponseSize, responseTooLarge } from './response-size.js';
+import { jsonSizeOf, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 
 function inputError(err: unknown, status: number): GraphQLError {
   const message = err instanceof Error ? err.message : 'Invalid variables';
@@ -50,25 +51,20 @@ function subscriptionOverHttp(): GraphQLError {
  * Other plugins that need the cost (e.g. a per-identity budget) read `context.cost` in their own
  * `didResolveOperation`, which Apollo runs after this one, and may add members to it; every member
  * of `context.cost` is reported in `extensions.cost`.
+ *
+ * After execution: an answer over MAX_RESPONSE_BYTES is replaced by one error (large text fields
+ * already stop resolving once they alone pass it: response-size.ts), and `Cache-Control` comes from
+ * the operation's `@cacheControl` hints (cache-policy.ts): `max-age=N, private` for the most
+ * restrictive hint of the fields selected, and `no-store` for mutations, responses with errors and
+ * anything with maxAge 0 (private data such as `me` and `email`). Responses to authenticated
+ * requests are never `public`: a shared cache must not replay one caller's data to another.
+ *
+ * Nothing here listens to `willResolveField`: with no such listener Apollo leaves the schema's
+ * resolvers unwrapped, so a field costs what graphql-js costs (docs/performance.md).
  */
 export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
   async requestDidStart(): Promise<GraphQLRequestListener<GqlContext>> {
-    const size = new ResponseSize(MAX_RESPONSE_BYTES);
     return {
-      // the response is measured while it is resolved: past the cap, no further resolver runs
-      async executionDidStart() {
-        return {
-          willResolveField({ info }) {
-            size.check();
-            return (error: unknown, result: unknown) => {
-              if (!error) {
-                size.add(info.path.key, result);
-              }
-            };
-          },
-        };
-      },
-
       async didResolveOperation(rc: GraphQLRequestContextDidResolveOperation<GqlContext>) {
         const strict = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'));
         if (rc.operation?.operation === OperationTypeNode.SUBSCRIPTION) {
@@ -96,15 +92,20 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
       async willSendResponse(rc: GraphQLRequestContextWillSendResponse<GqlContext>) {
         const { body, http } = rc.response;
         if (body.kind !== 'single') {
+          http.headers.set('cache-control', 'no-store');
           return;
         }
         let result = body.singleResult;
-        if (size.exceeded) {
-          const error = responseTooLarge(size.limit);
+        let strict: boolean | undefined;
+        const isStrict = () =>
+          (strict ??= wantsGraphqlResponseJson(rc.request.http?.headers.get('accept')));
+        if (
+          rc.contextValue.responseSize?.exceeded ||
+          (result.data && jsonSizeOf(result.data) > MAX_RESPONSE_BYTES)
+        ) {
+          const error = responseTooLarge(MAX_RESPONSE_BYTES);
           result = body.singleResult = { errors: [formatGraphqlError(error.toJSON(), error)] };
-          http.status = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'))
-            ? 400
-            : 200;
+          http.status = isStrict() ? 400 : 200;
         }
         if (rc.contextValue.cost) {
           result.extensions = { ...result.extensions, cost: { ...rc.contextValue.cost } };
@@ -115,36 +116,20 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
           !('data' in result) &&
           http.status === 400 &&
           !rc.errors?.some(isMalformedRequest) &&
-          !wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'))
+          !isStrict()
         ) {
           http.status = 200;
         }
         if (http.status === 401) {
           http.headers.set('www-authenticate', 'Basic realm="atrium", Bearer');
         }
-      },
-    };
-  },
-};
-
-/**
- * Cache-Control from Apollo's cache hints (`@cacheControl`): `max-age=N, private` for the most
- * restrictive hint of the fields resolved, and `no-store` for mutations, responses with errors and
- * anything with maxAge 0 (private data such as `me` and `email`). Responses to authenticated
- * requests are never `public`: a shared cache must not replay one caller's data to another.
- */
-export const cacheControlHeaderPlugin: ApolloServerPlugin<GqlContext> = {
-  async requestDidStart(): Promise<GraphQLRequestListener<GqlContext>> {
-    return {
-      async willSendResponse(rc: GraphQLRequestContextWillSendResponse<GqlContext>) {
-        const { body, http } = rc.response;
-        const policy = rc.overallCachePolicy.policyIfCacheable();
-        const cacheable =
-          policy !== null &&
+        const policy =
+          rc.document &&
           rc.operation?.operation === OperationTypeNode.QUERY &&
-          body.kind === 'single' &&
-          !body.singleResult.errors?.length;
-        if (!cacheable) {
+          !result.errors?.length
+            ? operationCachePolicy(rc.schema, rc.document, rc.operation)
+            : null;
+        if (!policy) {
           http.headers.set('cache-control', 'no-store');
           return;
         }

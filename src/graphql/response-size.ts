@@ -1,9 +1,18 @@
-import { GraphQLError } from 'graphql';
+import { MapperKind, mapSchema } from '@graphql-tools/utils';
+import {
+  defaultFieldResolver,
+  getNamedType,
+  GraphQLError,
+  type GraphQLFieldConfig,
+  type GraphQLFieldResolver,
+  type GraphQLSchema,
+} from 'graphql';
+import type { GqlContext } from './context.js';
 
 /**
  * The largest response to a query or mutation (docs/graphql.md "Limits"). The cost limit already
- * bounds what a query may ask for (about 50 post bodies); this cap bounds what it actually returns,
- * measured while resolving, so no answer is ever built or sent past it.
+ * bounds what a query may ask for (about 50 post bodies); this cap bounds what it actually returns:
+ * large text stops resolving once past it, and no answer over it is ever sent.
  */
 export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 /** The largest payload of one subscription event (each event re-executes the selection). */
@@ -16,35 +25,55 @@ export function responseTooLarge(limit: number): GraphQLError {
   );
 }
 
-/** The JSON size of a resolved value, without serializing it; objects count by their own fields. */
-function sizeOf(value: unknown): number {
+/** The JSON size of a leaf value (UTF-8 bytes of long strings; short ones by length). */
+function leafSize(value: unknown): number {
   switch (typeof value) {
     case 'string':
-      // UTF-8 bytes of long strings; short ones by length (close enough, and cheap)
       return (value.length > 64 ? Buffer.byteLength(value) : value.length) + 2;
     case 'number':
     case 'bigint':
       return 12;
     case 'boolean':
       return 5;
-    case 'object':
-      if (Array.isArray(value)) {
-        let n = 2;
-        for (const item of value) {
-          n += (item !== null && typeof item === 'object' ? 2 : sizeOf(item)) + 1;
-        }
-        return n;
-      }
-      return value === null ? 4 : 2;
     default:
       return 4;
   }
 }
 
 /**
- * Running size of one response, fed by every resolved field (Apollo's willResolveField). Once over
- * the limit, `check` throws, so the resolvers still pending do not run; the response is then
- * replaced by the one error.
+ * The JSON size of an execution result's `data`, without serializing it: strings in UTF-8 bytes plus
+ * quotes, member names plus punctuation (an approximation that ignores JSON escapes). One pass over
+ * what was resolved; no recursion, so no depth can overflow the stack.
+ */
+export function jsonSizeOf(data: unknown): number {
+  let bytes = 0;
+  const stack: unknown[] = [data];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (value === null || typeof value !== 'object') {
+      bytes += leafSize(value);
+    } else if (Array.isArray(value)) {
+      bytes += 2 + value.length;
+      for (const item of value) {
+        stack.push(item);
+      }
+    } else {
+      bytes += 2;
+      for (const key in value) {
+        bytes += key.length + 4;
+        stack.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return bytes;
+}
+
+/**
+ * Running size of the large text fields of one HTTP response (`GqlContext.responseSize`). The cost
+ * limit bounds everything else a query can return to a small fraction of the cap; these fields are
+ * what can make an answer large, so they are counted as they resolve, and once they alone pass the
+ * cap no further one is resolved. The whole answer is measured once more after execution
+ * (`jsonSizeOf`), and over the cap it is replaced by the one error.
  */
 export class ResponseSize {
   private bytes = 0;
@@ -52,16 +81,52 @@ export class ResponseSize {
 
   constructor(readonly limit: number) {}
 
-  add(key: string | number, value: unknown): void {
-    this.bytes += sizeOf(value) + (typeof key === 'string' ? key.length + 4 : 1);
+  add(value: unknown): void {
+    this.bytes += leafSize(value);
     if (this.bytes > this.limit) {
       this.exceeded = true;
-    }
-  }
-
-  check(): void {
-    if (this.exceeded) {
       throw responseTooLarge(this.limit);
     }
   }
+}
+
+/** `@cost` text fields: their values can be large (post bodies, message contents). */
+function isLargeTextField(field: GraphQLFieldConfig<unknown, unknown>): boolean {
+  const named = getNamedType(field.type);
+  return (
+    named.name === 'String' && !!field.astNode?.directives?.some((d) => d.name.value === 'cost')
+  );
+}
+
+/**
+ * Wraps the resolvers of large text fields (and only those) so that an HTTP response's
+ * `responseSize` counts them as they resolve. WebSocket contexts have no `responseSize`: there the
+ * finished result is measured (graphql-ws.server.ts).
+ */
+export function guardLargeFields(schema: GraphQLSchema): GraphQLSchema {
+  return mapSchema(schema, {
+    [MapperKind.OBJECT_FIELD]: (field) => {
+      if (!isLargeTextField(field)) {
+        return field;
+      }
+      const resolve: GraphQLFieldResolver<unknown, GqlContext> =
+        field.resolve ?? defaultFieldResolver;
+      field.resolve = (source, args, ctx: GqlContext, info) => {
+        const value: unknown = resolve(source, args, ctx, info);
+        const size = ctx?.responseSize;
+        if (!size) {
+          return value;
+        }
+        if (value instanceof Promise) {
+          return value.then((v: unknown) => {
+            size.add(v);
+            return v;
+          });
+        }
+        size.add(value);
+        return value;
+      };
+      return field;
+    },
+  });
 }
