@@ -59,7 +59,7 @@ export function textProblems(value: unknown, root = ''): ErrorDetail[] {
   return details;
 }
 
-function assertStorableText(value: unknown, root = ''): void {
+export function assertStorableText(value: unknown, root = ''): void {
   const problems = textProblems(value, root);
   if (problems.length > 0) {
     throw ValidationFailed(problems);
