@@ -1,3 +1,9 @@
+import {
+  EXCEPTION_FILTERS_METADATA,
+  GUARDS_METADATA,
+  INTERCEPTORS_METADATA,
+  PIPES_METADATA,
+} from '@nestjs/common/constants.js';
 import type { ModulesContainer } from '@nestjs/core';
 import {
   PARAM_ARGS_METADATA,
@@ -12,6 +18,7 @@ import {
   isObjectType,
   type GraphQLField,
   type GraphQLFieldResolver,
+  type GraphQLObjectType,
   type GraphQLResolveInfo,
   type GraphQLSchema,
 } from 'graphql';
@@ -109,24 +116,60 @@ function parentTypeName(schema: GraphQLSchema, cls: Function): string | undefine
   return TypeMetadataStorage.getObjectTypesMetadata().find((t) => t.target.name === declared)?.name;
 }
 
+/** `@UseGuards`, `@UseInterceptors`, `@UseFilters` or `@UsePipes` on a class or a method. */
+function hasOwnEnhancers(target: object): boolean {
+  return [GUARDS_METADATA, INTERCEPTORS_METADATA, EXCEPTION_FILTERS_METADATA, PIPES_METADATA].some(
+    (key) => ((Reflect.getMetadata(key, target) as unknown[] | undefined)?.length ?? 0) > 0,
+  );
+}
+
 /**
- * Field resolvers (`@ResolveField`) called by graphql-js directly, without Nest's per-call pipeline.
+ * The object type whose field a resolver method resolves: `Query` or `Mutation` for `@Query()` and
+ * `@Mutation()`, the class's type for `@ResolveField()`; undefined for anything else (subscriptions
+ * keep Nest's path: graphql-ws.server.ts drives them).
+ */
+function fieldOwner(
+  schema: GraphQLSchema,
+  fn: Function,
+  classType: GraphQLObjectType | undefined,
+): GraphQLObjectType | undefined {
+  if (Reflect.getMetadata(RESOLVER_PROPERTY_METADATA, fn) === true) {
+    return classType;
+  }
+  const root: unknown = Reflect.getMetadata(RESOLVER_TYPE_METADATA, fn);
+  if (root === 'Query') {
+    return schema.getQueryType() ?? undefined;
+  }
+  if (root === 'Mutation') {
+    return schema.getMutationType() ?? undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Resolver methods called by graphql-js directly, without Nest's per-call pipeline.
  *
- * With `fieldResolverEnhancers: []` no guard, interceptor or exception filter runs for a field
- * resolver; what Nest still does per call is build the parameters (and run the global validation
- * pipe on each `@Args`), about 6 µs even for a field that reads one property, 20 times for
- * `users { posts }` (docs/performance.md). For a method whose parameters are only `@Parent()`,
- * `@Context()`, `@Info()` and named `@Args('name')` of scalar or enum GraphQL types (with the global
- * pipe's text check on strings), this builds the same parameters itself and calls the method.
- * Any other method (input classes, pipes, custom decorators, request-scoped providers) keeps Nest's
- * path. Root fields (queries, mutations, subscriptions) always do: guards and filters apply there.
- * Returns the number of fields switched.
+ * What Nest does around a resolver call here adds nothing for GraphQL: `fieldResolverEnhancers` is
+ * empty, so field resolvers get no guard, interceptor or filter; the global guards (auth, OAuth
+ * scopes, rate limits) pass every GraphQL call through, because GraphQL authorization is the `@auth`
+ * directive (auth.directive.ts, which wraps these resolvers afterwards) and its limits are Apollo
+ * plugins; the global exception filter hands GraphQL errors back unchanged. What remains is
+ * building the parameters and running the global validation pipe on each `@Args`: about 6 µs per
+ * call even for a field that reads one property, 20 times for `users { posts }`
+ * (docs/performance.md).
+ *
+ * So for a `@Query()`, `@Mutation()` or `@ResolveField()` method whose parameters are only
+ * `@Parent()`, `@Context()`, `@Info()` and named `@Args('name')` of scalar or enum GraphQL types
+ * (with the global pipe's text check on strings), this builds the same parameters itself and calls
+ * the method. Anything else keeps Nest's path: input classes (validated by the pipe), pipes, guards,
+ * interceptors or filters of its own (`@UsePipes`, `@UseGuards`...), custom parameter decorators,
+ * request-scoped providers, subscriptions. Returns the fields switched (`Type.field`).
  */
 export function callFieldResolversDirectly(
   schema: GraphQLSchema,
   modules: ModulesContainer,
-): number {
-  let switched = 0;
+): string[] {
+  const switched: string[] = [];
   for (const module of modules.values()) {
     for (const wrapper of module.providers.values()) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
@@ -139,22 +182,23 @@ export function callFieldResolversDirectly(
       }
       const cls = instance.constructor as Function;
       const typeName = parentTypeName(schema, cls);
-      const type = typeName ? schema.getType(typeName) : undefined;
-      if (!type || !isObjectType(type)) {
+      const named = typeName ? schema.getType(typeName) : undefined;
+      const type = named && isObjectType(named) ? named : undefined;
+      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+      if (hasOwnEnhancers(cls)) {
         continue;
       }
-      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
       for (const method of Object.getOwnPropertyNames(prototype)) {
-        const fn = prototype[method];
-        if (
-          method === 'constructor' ||
-          typeof fn !== 'function' ||
-          Reflect.getMetadata(RESOLVER_PROPERTY_METADATA, fn) !== true
-        ) {
+        const fn: unknown = Object.getOwnPropertyDescriptor(prototype, method)?.value; // not getters
+        if (method === 'constructor' || typeof fn !== 'function' || hasOwnEnhancers(fn)) {
+          continue;
+        }
+        const owner = fieldOwner(schema, fn, type);
+        if (!owner) {
           continue;
         }
         const fieldName = (Reflect.getMetadata(RESOLVER_NAME_METADATA, fn) as string) ?? method;
-        const field = type.getFields()[fieldName];
+        const field = owner.getFields()[fieldName];
         const params = (Reflect.getMetadata(PARAM_ARGS_METADATA, cls, method) ?? {}) as Record<
           string,
           ParamMetadata
@@ -170,7 +214,7 @@ export function callFieldResolversDirectly(
             pickers.map((pick) => pick(parent, args, ctx, info)),
           );
         field.resolve = resolve;
-        switched++;
+        switched.push(`${owner.name}.${fieldName}`);
       }
     }
   }

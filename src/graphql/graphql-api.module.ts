@@ -1,6 +1,6 @@
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Inject, Module, type OnModuleInit } from '@nestjs/common';
+import { Inject, Logger, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost, ModulesContainer } from '@nestjs/core';
 import { GraphQLModule } from '@nestjs/graphql';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -50,7 +50,8 @@ export function apolloOptions(
     },
     transformSchema: (schema) => {
       // field resolvers without Nest's per-call pipeline (direct-field-resolvers.ts)
-      callFieldResolversDirectly(schema, modules);
+      const direct = callFieldResolversDirectly(schema, modules);
+      new Logger('GraphQL').debug(`resolvers called directly: ${direct.join(', ')}`);
       return guardLargeFields(authDirectiveTransformer(withAuthDirective(schema)));
     },
     introspection: config.graphqlIntrospection,
