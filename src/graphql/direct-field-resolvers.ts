@@ -104,7 +104,7 @@ function isLeafArgument(field: GraphQLField<unknown, unknown>, name: string): bo
 }
 
 /** The GraphQL type a resolver class resolves fields of (`@Resolver(() => UserModel)` -> `User`). */
-function parentTypeName(schema: GraphQLSchema, cls: Function): string | undefined {
+function parentTypeName(schema: GraphQLSchema, cls: object): string | undefined {
   const declared: unknown = Reflect.getMetadata(RESOLVER_TYPE_METADATA, cls);
   if (typeof declared !== 'string') {
     return undefined;
@@ -130,7 +130,7 @@ function hasOwnEnhancers(target: object): boolean {
  */
 function fieldOwner(
   schema: GraphQLSchema,
-  fn: Function,
+  fn: object,
   classType: GraphQLObjectType | undefined,
 ): GraphQLObjectType | undefined {
   if (Reflect.getMetadata(RESOLVER_PROPERTY_METADATA, fn) === true) {
@@ -180,7 +180,7 @@ export function callFieldResolversDirectly(
       ) {
         continue;
       }
-      const cls = instance.constructor as Function;
+      const cls: object = instance.constructor;
       const typeName = parentTypeName(schema, cls);
       const named = typeName ? schema.getType(typeName) : undefined;
       const type = named && isObjectType(named) ? named : undefined;
