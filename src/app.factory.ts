@@ -170,10 +170,9 @@ export async function createApp(
   registerIdempotencyHook(fastify);
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
-    metrics.httpDuration.observe(
-      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: reply.statusCode },
-      reply.elapsedTime / 1000,
-    );
+    metrics.httpDuration
+      .labels(req.method, req.routeOptions.url ?? 'unmatched', String(reply.statusCode))
+      .observe(reply.elapsedTime / 1000);
     done();
   });
 

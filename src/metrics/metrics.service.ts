@@ -60,12 +60,12 @@ interface OperationSeries {
 export class MetricsService {
   readonly registry = new Registry();
 
-  readonly httpDuration = new Histogram({
+  /** Every HTTP response: `labels(method, route pattern, status).observe(seconds)`. */
+  readonly httpDuration = new FastHistogram(this.registry, {
     name: 'atrium_http_request_duration_seconds',
     help: 'HTTP request duration by method, route pattern and status',
-    labelNames: ['method', 'route', 'status'] as const,
+    labelNames: ['method', 'route', 'status'],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
   });
 
   // ---- GraphQL ----------------------------------------------------------------------------------

@@ -56,6 +56,18 @@ export function graphqlRateLimited(
   });
 }
 
+let lastSecond = 0;
+let lastIso = '';
+/** `ms` rounded up to the second, as ISO 8601; the same second's string is kept (every request asks). */
+function wholeSecondIso(ms: number): string {
+  const second = Math.ceil(ms / 1000);
+  if (second !== lastSecond) {
+    lastSecond = second;
+    lastIso = new Date(second * 1000).toISOString();
+  }
+  return lastIso;
+}
+
 /**
  * Rate limits for GraphQL over HTTP, per operation (a guard would count every root field):
  * 1. the request counts against the caller's request bucket (the same bucket as REST), with the
@@ -123,7 +135,7 @@ export class GraphqlRateLimitPlugin implements ApolloServerPlugin<LimitedContext
     const remaining = Math.max(0, budget - hit.count);
     cost.budget = budget;
     cost.remaining = remaining;
-    cost.resetAt = new Date(Math.ceil((Date.now() + hit.resetMs) / 1000) * 1000).toISOString(); // whole seconds, like GitHub's
+    cost.resetAt = wholeSecondIso(Date.now() + hit.resetMs); // whole seconds, like GitHub's
     if (!hit.allowed) {
       throw graphqlRateLimited(
         `Query cost budget exhausted: this operation costs ${cost.requested} points, ${remaining} of ${budget} are left; retry in ${secondsUntil(hit.resetMs)} s`,
