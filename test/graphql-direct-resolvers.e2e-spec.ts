@@ -112,6 +112,6 @@ describe('GraphQL resolvers called directly', () => {
       { auth: { bearer: admin } },
     );
     expect(res.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(JSON.stringify(res.body.errors[0].extensions.details)).toContain('email');
+    expect(JSON.stringify(res.body.errors?.[0]?.extensions?.details)).toContain('email');
   });
 });
