@@ -81,6 +81,13 @@ export class ResponseSize {
 
   constructor(readonly limit: number) {}
 
+  /** Throws once the cap has been passed: the next large field is not resolved at all. */
+  check(): void {
+    if (this.exceeded) {
+      throw responseTooLarge(this.limit);
+    }
+  }
+
   add(value: unknown): void {
     this.bytes += leafSize(value);
     if (this.bytes > this.limit) {
@@ -112,11 +119,12 @@ export function guardLargeFields(schema: GraphQLSchema): GraphQLSchema {
       const resolve: GraphQLFieldResolver<unknown, GqlContext> =
         field.resolve ?? defaultFieldResolver;
       field.resolve = (source, args, ctx: GqlContext, info) => {
-        const value: unknown = resolve(source, args, ctx, info);
         const size = ctx?.responseSize;
         if (!size) {
-          return value;
+          return resolve(source, args, ctx, info);
         }
+        size.check();
+        const value: unknown = resolve(source, args, ctx, info);
         if (value instanceof Promise) {
           return value.then((v: unknown) => {
             size.add(v);
