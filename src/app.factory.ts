@@ -21,6 +21,7 @@ import {
 import { corsOptionsDelegate, skipCorsWithoutOrigin } from './common/cors.js';
 import { finishOpenApiDocument } from './common/openapi/document.js';
 import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
+import { QueryParamsInterceptor, queryParamsByRoute } from './common/query-params.js';
 import {
   createRootLogger,
   PinoLoggerService,
@@ -202,10 +203,22 @@ export async function createApp(
       .addBearerAuth()
       .addBasicAuth()
       .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key' }, 'api_key')
+      .addApiKey(
+        {
+          type: 'apiKey',
+          in: 'query',
+          name: 'api_key',
+          description:
+            'An API key in the query (prefer X-API-Key: URLs end up in histories). Accepted on every /api route, ignored on public ones.',
+        },
+        'api_key_query',
+      )
       .build(),
   );
   describeOAuthInOpenApi(document, config.publicUrl);
   finishOpenApiDocument(document);
+  // after the guards: undocumented query parameters (400)
+  app.useGlobalInterceptors(new QueryParamsInterceptor(queryParamsByRoute(document)));
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 

@@ -95,7 +95,7 @@ describe('auth declarations: every route and root field declares its role and it
     const doc = await request(t.url, '/api/docs-json');
     expect(doc.status).toBe(200);
     const schemes = Object.keys(doc.body.components.securitySchemes).sort();
-    expect(schemes).toEqual(['api_key', 'basic', 'bearer', 'oauth2']);
+    expect(schemes).toEqual(['api_key', 'api_key_query', 'basic', 'bearer', 'oauth2']);
     const flawed: string[] = [];
     let operations = 0;
     for (const [path, item] of Object.entries<Record<string, any>>(doc.body.paths)) {
@@ -111,7 +111,7 @@ describe('auth declarations: every route and root field declares its role and it
         }
         const names = op.security.map((s: object) => Object.keys(s)[0]);
         const oauth = op.security.find((s: { oauth2?: string[] }) => s.oauth2)?.oauth2;
-        if (!['bearer', 'basic', 'api_key'].every((n) => names.includes(n))) {
+        if (!['bearer', 'basic', 'api_key', 'api_key_query'].every((n) => names.includes(n))) {
           flawed.push(`${where}: ${names.join(',')}`);
         }
         if (oauth && !oauth.every((s: string) => (API_SCOPES as readonly string[]).includes(s))) {

@@ -61,14 +61,14 @@ describe('request and WebSocket log lines (LOG_LEVEL=info)', () => {
   it('a REST request line names its caller: user id, API key id, method; never the credential', async () => {
     const alice = await createUser(t.url);
     const { id: keyId, key } = await createApiKey(alice.client);
-    await alice.client.get(`/api/v1/users/${alice.id}?via=bearer`);
-    await client(t.url, { apiKey: key }).get(`/api/v1/users/${alice.id}?via=key`);
+    await alice.client.get(`/api/v1/users/${alice.id}`);
+    await client(t.url, { apiKey: key }).get(`/api/v1/api-keys/${keyId}`);
 
-    const byToken = log.find(requestLine(`/api/v1/users/${alice.id}?via=bearer`));
+    const byToken = log.find(requestLine(`/api/v1/users/${alice.id}`));
     expect(byToken).toMatchObject({ level: INFO, user_id: alice.id, auth: 'jwt' });
     expect(byToken?.req.remoteAddress).toBe('127.0.0.1');
     expect(byToken?.request_id).toEqual(expect.any(String));
-    const byKey = log.find(requestLine(`/api/v1/users/${alice.id}?via=key`));
+    const byKey = log.find(requestLine(`/api/v1/api-keys/${keyId}`));
     expect(byKey).toMatchObject({ user_id: alice.id, key_id: keyId, auth: 'api_key' });
     log.expectNowhere(alice.token);
     log.expectNowhere(key);
@@ -87,10 +87,10 @@ describe('request and WebSocket log lines (LOG_LEVEL=info)', () => {
     const tokens = await exchangeCode(t.url, partner, redirect.searchParams.get('code')!, verifier);
     expect(tokens.status).toBe(200);
     const res = await client(t.url, { bearer: tokens.body.access_token }).get(
-      `/api/v1/users/${bob.id}?via=oauth`,
+      `/api/v1/users/${bob.id}`,
     );
     expect(res.status).toBe(200);
-    expect(log.find(requestLine(`/api/v1/users/${bob.id}?via=oauth`))).toMatchObject({
+    expect(log.find(requestLine(`/api/v1/users/${bob.id}`))).toMatchObject({
       user_id: bob.id,
       client_id: partner.client_id,
       auth: 'oauth',

@@ -43,7 +43,13 @@ function openApiSecurity(requirement: AuthRequirement) {
   }
   const oauth =
     requirement.scopes === FIRST_PARTY_ONLY ? [] : [ApiSecurity('oauth2', [...requirement.scopes])];
-  return applyDecorators(ApiBearerAuth(), ...oauth, ApiBasicAuth(), ApiSecurity('api_key'));
+  return applyDecorators(
+    ApiBearerAuth(),
+    ...oauth,
+    ApiBasicAuth(),
+    ApiSecurity('api_key'),
+    ApiSecurity('api_key_query'),
+  );
 }
 
 function declare(requirement: AuthRequirement): ClassDecorator & MethodDecorator {

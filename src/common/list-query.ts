@@ -23,6 +23,16 @@ export interface ListSpec<F extends string = string> {
   defaultSort: SortTerm[];
   /** Filter parameter -> allowed values. */
   filters: Record<F, readonly string[]>;
+  /**
+   * The list's other query parameters, which its service reads itself (`author_id`, `after`):
+   * documented by `ApiPage` like the rest, so they are accepted (src/common/query-params.ts).
+   */
+  parameters?: Record<string, { description: string; schema: Record<string, unknown> }>;
+  /**
+   * Members of a row that cost more than 1 point (large text, priced as GraphQL's `@cost` prices
+   * the same field): a page is charged to the caller's cost budget (src/rate-limit/list-cost.ts).
+   */
+  memberCosts?: Record<string, number>;
 }
 
 export const DEFAULT_LIMIT = 20;
@@ -51,7 +61,8 @@ function positiveInt(
 
 /**
  * Parses page/limit/sort and the filters of a list endpoint. Any bad value -> 400 with `details`
- * naming each offending parameter; parameters the endpoint does not know are ignored.
+ * naming each offending parameter (parameters the endpoint does not document never get here:
+ * src/common/query-params.ts refuses them).
  */
 export function parseListQuery<F extends string>(
   query: Record<string, unknown>,

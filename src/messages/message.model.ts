@@ -3,6 +3,9 @@ import { Connection } from '../graphql/connection.js';
 import { Node } from '../graphql/node.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
+/** `Message.content`: up to 4 000 characters, 1 point per 2 500 (docs/graphql.md); REST lists too. */
+export const MESSAGE_CONTENT_COST = 2;
+
 /** GraphQL `Room`; `messages` is resolved by RoomMessagesResolver. */
 @ObjectType('Room', { implements: () => [Node] })
 @Directive('@auth(scopes: ["messages:read"])')
@@ -25,7 +28,7 @@ export class MessageModel implements Node {
   id!: string;
 
   @Field({ description: '1-4000 characters.' })
-  @Directive('@cost(complexity: 2)') // up to 4 000 characters: 1 point per 2 500 (docs/graphql.md)
+  @Directive(`@cost(complexity: ${MESSAGE_CONTENT_COST})`)
   content!: string;
 
   @Field(() => DateTimeScalar)

@@ -10,6 +10,7 @@ import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
+import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { USER_COLUMNS, userFromRow, type UserRow } from '../users/users.mapper.js';
 import {
   MESSAGE_COLUMNS,
@@ -25,6 +26,14 @@ export const MESSAGE_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at'],
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: {},
+  parameters: {
+    after: {
+      description:
+        'Only the messages sent after this one (a message id of this room): how a client catches up after a reconnect.',
+      schema: { type: 'string', example: 'msg_01JD5Z6K3M8Q2W4E6R8T0Y2U4I' },
+    },
+  },
+  memberCosts: { content: MESSAGE_CONTENT_COST },
 };
 
 /** Messages sort by their room sequence: commit order, which is also created_at order in a room. */

@@ -3,6 +3,9 @@ import { Connection } from '../graphql/connection.js';
 import { Node } from '../graphql/node.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
+/** `Post.body`: up to 50 000 characters, 1 point per 2 500 (docs/graphql.md); REST lists too. */
+export const POST_BODY_COST = 20;
+
 /** GraphQL `Post` (`author` is resolved in posts.resolver.ts). */
 @ObjectType('Post', { implements: () => [Node] })
 @Directive('@auth(scopes: ["posts:read"])')
@@ -15,7 +18,7 @@ export class PostModel implements Node {
   title!: string;
 
   @Field({ description: 'At most 50 000 characters.' })
-  @Directive('@cost(complexity: 20)') // up to 50 000 characters: 1 point per 2 500 (docs/graphql.md)
+  @Directive(`@cost(complexity: ${POST_BODY_COST})`)
   body!: string;
 
   @Field(() => DateTimeScalar)

@@ -18,12 +18,20 @@ import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { likePattern } from '../users/users.service.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
+import { POST_BODY_COST } from './post.model.js';
 import { POST_COLUMNS, postFromRow, type PostRow } from './posts.mapper.js';
 
 export const POST_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'updated_at', 'title'],
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: {},
+  parameters: {
+    author_id: {
+      description: 'Only the posts of this user (a user id).',
+      schema: { type: 'string', example: 'usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I' },
+    },
+  },
+  memberCosts: { body: POST_BODY_COST },
 };
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', title: 'title' };

@@ -5318,6 +5318,8 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /** @description Only the messages sent after this one (a message id of this room): how a client catches up after a reconnect. */
+        after?: string;
       };
       header?: never;
       path: {
@@ -5697,6 +5699,8 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /** @description Only the posts of this user (a user id). */
+        author_id?: string;
       };
       header?: never;
       path?: never;

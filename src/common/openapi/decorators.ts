@@ -1,4 +1,4 @@
-import { applyDecorators, type Type } from '@nestjs/common';
+import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import {
   ApiExtraModels,
   ApiHeader,
@@ -72,12 +72,34 @@ export const ApiBare = (model: Type<unknown>, description: string) =>
 /** 204: done, nothing to send. */
 export const ApiNoContent = (description: string) => ApiResponse({ status: 204, description });
 
-/** The list's own spec (sort members, filters): what `parseListQuery` enforces is what is documented. */
-type PageOptions = Pick<ListSpec, 'sortFields' | 'filters'>;
+/**
+ * The list's own spec (sort members, filters, other parameters, heavy members): what
+ * `parseListQuery` and the service enforce is what is documented, and what a page costs.
+ */
+type PageOptions = Pick<ListSpec, 'sortFields' | 'filters' | 'parameters' | 'memberCosts'>;
 
-/** A page of a list as `{data: [...], meta}` with `Link` (docs/lists.md), and its query parameters. */
+/** Route metadata of a paged list: the cost of one row (src/rate-limit/list-cost.ts). */
+export const LIST_ROW_COST = 'atrium:list-row-cost';
+
+/**
+ * What one row of `model` costs from the caller's cost budget: 1 point per member of its REST
+ * schema, as the same selection costs in GraphQL, with `memberCosts` for the large text members.
+ */
+export function rowCostOf(model: Type<unknown>, memberCosts: Record<string, number> = {}): number {
+  const members =
+    (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, model.prototype as object) as
+      | string[]
+      | undefined) ?? [];
+  return members.reduce((sum, m) => sum + (memberCosts[m.replace(/^:/, '')] ?? 1), 0);
+}
+
+/**
+ * A page of a list as `{data: [...], meta}` with `Link` (docs/lists.md), its query parameters, and
+ * its cost (one row's, for the list cost budget, which adds a cause of 429).
+ */
 export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
   applyDecorators(
+    SetMetadata(LIST_ROW_COST, rowCostOf(model, options.memberCosts)),
     ApiExtraModels(model, PageMeta),
     ApiQuery({
       name: 'page',
@@ -105,6 +127,9 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     }),
     ...Object.entries(options.filters ?? {}).map(([name, values]) =>
       ApiQuery({ name, required: false, schema: { type: 'string', enum: [...values] } }),
+    ),
+    ...Object.entries(options.parameters ?? {}).map(([name, { description, schema }]) =>
+      ApiQuery({ name, required: false, description, schema }),
     ),
     ApiResponse({
       status: 200,
