@@ -35,6 +35,7 @@ import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerIdempotencyHook } from './idempotency/idempotency.interceptor.js';
+import { ListCostInterceptor } from './rate-limit/list-cost.js';
 import {
   BUCKET_REQUESTS,
   rateLimitedError,
@@ -217,8 +218,11 @@ export async function createApp(
   );
   describeOAuthInOpenApi(document, config.publicUrl);
   finishOpenApiDocument(document);
-  // after the guards: undocumented query parameters (400)
-  app.useGlobalInterceptors(new QueryParamsInterceptor(queryParamsByRoute(document)));
+  // after the guards, in this order: undocumented query parameters (400), then a list's cost (429)
+  app.useGlobalInterceptors(
+    new QueryParamsInterceptor(queryParamsByRoute(document)),
+    new ListCostInterceptor(config, rateLimits),
+  );
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 

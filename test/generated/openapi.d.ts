@@ -2270,7 +2270,11 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -2883,7 +2887,11 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -4190,7 +4198,11 @@ export interface operations {
           'application/json': components['schemas']['UriTooLongError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -4923,7 +4935,11 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -5438,7 +5454,11 @@ export interface operations {
           'application/json': components['schemas']['UriTooLongError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -5791,7 +5811,11 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -6850,7 +6874,11 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description Too many requests; retry after `Retry-After` seconds. */
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];

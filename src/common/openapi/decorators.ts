@@ -82,15 +82,16 @@ type PageOptions = Pick<ListSpec, 'sortFields' | 'filters' | 'parameters' | 'mem
 export const LIST_ROW_COST = 'atrium:list-row-cost';
 
 /**
- * What one row of `model` costs from the caller's cost budget: 1 point per member of its REST
- * schema, as the same selection costs in GraphQL, with `memberCosts` for the large text members.
+ * What one row of `model` costs from the caller's cost budget, as the same selection costs in
+ * GraphQL: 1 for the row (an object field) plus 1 per member of its REST schema, `memberCosts` for
+ * the large text members.
  */
 export function rowCostOf(model: Type<unknown>, memberCosts: Record<string, number> = {}): number {
   const members =
     (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, model.prototype as object) as
       | string[]
       | undefined) ?? [];
-  return members.reduce((sum, m) => sum + (memberCosts[m.replace(/^:/, '')] ?? 1), 0);
+  return members.reduce((sum, m) => sum + (memberCosts[m.replace(/^:/, '')] ?? 1), 1);
 }
 
 /**
@@ -130,6 +131,12 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     ),
     ...Object.entries(options.parameters ?? {}).map(([name, { description, schema }]) =>
       ApiQuery({ name, required: false, description, schema }),
+    ),
+    // joined to the 429 of ApiStandardErrors (ApiResponse merges the descriptions of one status)
+    errorResponse(
+      429,
+      'Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").',
+      { 'Retry-After': header('Retry-After') },
     ),
     ApiResponse({
       status: 200,
