@@ -159,6 +159,7 @@ describe('OAuth client registry (/api/v1/oauth/clients)', () => {
       { oauth2: ['users:read'] },
       { basic: [] },
       { api_key: [] },
+      { api_key_query: [] },
     ]);
     expect(doc.body.paths['/api/v1/users/{id}/orders'].post.security).toContainEqual({
       oauth2: ['orders:write'],
@@ -168,6 +169,7 @@ describe('OAuth client registry (/api/v1/oauth/clients)', () => {
       { bearer: [] },
       { basic: [] },
       { api_key: [] },
+      { api_key_query: [] },
     ]);
     expect(doc.body.paths['/api/v1/auth/token'].post.security).toEqual([]);
     expect(doc.body.paths['/api/v1/auth/token'].post['x-atrium-public']).toBeUndefined();

@@ -263,7 +263,7 @@ describe('OpenAPI security requirements from @Authenticated', () => {
         'post /api/v1/auth/refresh',
         'post /api/v1/auth/register',
       ]);
-      const expected = [{ bearer: [] }, { basic: [] }, { api_key: [] }];
+      const expected = [{ bearer: [] }, { basic: [] }, { api_key: [] }, { api_key_query: [] }];
       for (const { route, op } of ops) {
         if (publicRoutes.has(route) || !route.includes('/api/v1/')) {
           expect(op.security, route).toEqual([]);
