@@ -44,10 +44,13 @@ describe('REST list cost (docs/rate-limits.md "List cost")', () => {
 
     it('charges each page by its limit and refuses the page that does not fit with 429', async () => {
       const u = await signUp(t.url);
-      for (let i = 0; i < 2; i++) {
+      for (let i = 1; i <= 2; i++) {
         const ok = await u.client.get('/api/v1/posts?limit=10');
         expect(ok.status).toBe(200);
         expect(ok.body.data).toHaveLength(10);
+        expect(ok.headers.get('ratelimit-cost-remaining')).toBe(
+          String(BUDGET - i * page(10, POST_ROW)),
+        );
       }
       // 2 x 261 spent, 78 left: a third page of 10 (261) does not fit
       const refused = await u.client.get('/api/v1/posts?limit=10', {
@@ -65,16 +68,22 @@ describe('REST list cost (docs/rate-limits.md "List cost")', () => {
       expect(h.retryAfter).toBeLessThanOrEqual(60);
       // the request bucket's headers, as on every /api response; Retry-After readable by a browser
       expect(h.limit).toBe(1_000_000);
-      expect(refused.headers.get('access-control-expose-headers')).toMatch(/Retry-After/i);
+      expect(refused.headers.get('ratelimit-cost-remaining')).toBe(
+        String(BUDGET - 2 * page(10, POST_ROW)),
+      );
+      const exposed = refused.headers.get('access-control-expose-headers') ?? '';
+      expect(exposed).toMatch(/Retry-After/i);
+      expect(exposed).toMatch(/RateLimit-Cost-Remaining/i);
       // a refused page spends nothing: a page of 2 (53) still fits in the 78 left
       const small = await u.client.get('/api/v1/posts?limit=2');
       expect(small.status).toBe(200);
       expect(small.body.data).toHaveLength(2);
       // and one more of 1 (27) no longer does (78 - 53 = 25)
       expect((await u.client.get('/api/v1/posts?limit=1')).status).toBe(429);
-      // reads that are not lists cost no points
+      // reads that are not lists cost no points (and do not carry the header)
       const one = await u.client.get(`/api/v1/posts/${small.body.data[0].id}`);
       expect(one.status).toBe(200);
+      expect(one.headers.get('ratelimit-cost-remaining')).toBeNull();
     });
 
     it('is the GraphQL cost budget: points spent on one transport are gone on the other', async () => {

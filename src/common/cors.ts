@@ -86,6 +86,7 @@ export const CORS_EXPOSED_HEADERS = [
   'RateLimit-Limit',
   'RateLimit-Remaining',
   'RateLimit-Reset',
+  'RateLimit-Cost-Remaining',
   'Retry-After',
   'WWW-Authenticate',
   'Idempotent-Replayed',

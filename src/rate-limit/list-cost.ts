@@ -77,8 +77,12 @@ export class ListCostInterceptor implements NestInterceptor {
       budget,
       this.config.graphqlCostWindowS,
     );
-    if (hit !== undefined && !hit.allowed) {
-      const reply = context.switchToHttp().getResponse<FastifyReply>();
+    if (hit === undefined) {
+      return; // store unavailable: fail open, without made-up numbers
+    }
+    const reply = context.switchToHttp().getResponse<FastifyReply>();
+    void reply.header('RateLimit-Cost-Remaining', String(Math.max(0, budget - hit.count)));
+    if (!hit.allowed) {
       void reply.header('Retry-After', String(secondsUntil(hit.resetMs)));
       throw rateLimitedError(
         hit.resetMs,

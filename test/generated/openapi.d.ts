@@ -1258,6 +1258,8 @@ export interface components {
     'RateLimit-Remaining': number;
     /** @description Seconds until the window resets. */
     'RateLimit-Reset': number;
+    /** @description Points left in the caller’s cost budget (GraphQL and list pages) after this page. */
+    'RateLimit-Cost-Remaining': number;
     /** @description Seconds to wait before retrying. */
     'Retry-After': number;
     /** @description The schemes the API accepts. */
@@ -2192,6 +2194,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -2278,6 +2281,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -2809,6 +2813,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -2895,6 +2900,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4094,6 +4100,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4206,6 +4213,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4857,6 +4865,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4943,6 +4952,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5350,6 +5360,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5462,6 +5473,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5733,6 +5745,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5819,6 +5832,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -6796,6 +6810,7 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -6882,6 +6897,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];

@@ -136,7 +136,10 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     errorResponse(
       429,
       'Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").',
-      { 'Retry-After': header('Retry-After') },
+      {
+        'Retry-After': header('Retry-After'),
+        'RateLimit-Cost-Remaining': header('RateLimit-Cost-Remaining'),
+      },
     ),
     ApiResponse({
       status: 200,
@@ -149,7 +152,10 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
           meta: { $ref: getSchemaPath(PageMeta) },
         },
       },
-      headers: { Link: header('Link') },
+      headers: {
+        Link: header('Link'),
+        'RateLimit-Cost-Remaining': header('RateLimit-Cost-Remaining'),
+      },
     }),
   );
 

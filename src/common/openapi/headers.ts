@@ -40,6 +40,11 @@ export const HEADERS = {
   ),
   'RateLimit-Remaining': integerHeader('Requests left in the current window.', 0, 99),
   'RateLimit-Reset': integerHeader('Seconds until the window resets.', 1, 60),
+  'RateLimit-Cost-Remaining': integerHeader(
+    'Points left in the caller’s cost budget (GraphQL and list pages) after this page.',
+    0,
+    9479,
+  ),
   'Retry-After': integerHeader('Seconds to wait before retrying.', 1, 30),
   'WWW-Authenticate': stringHeader('The schemes the API accepts.', 'Basic realm="atrium", Bearer'),
 } satisfies Record<string, HeaderObject>;
