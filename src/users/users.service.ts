@@ -242,9 +242,21 @@ export class UsersService {
    * At boot, when no live ADMIN exists: the live user with this email becomes ADMIN (it keeps its own
    * password; one without a password gets `password`), or, when there is none (a soft-deleted user
    * with this email stays deleted), a new ADMIN is created. Runs under the last-admin lock, so
-   * instances booting together promote or create once.
+   * instances booting together promote or create once. A registration of that email between the
+   * lookup and the insert (409) makes it look again, and promote that user.
    */
   async ensureAdmin(email: string, password: string): Promise<EnsureAdminOutcome> {
+    try {
+      return await this.ensureAdminOnce(email, password);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'conflict') {
+        return this.ensureAdminOnce(email, password);
+      }
+      throw err;
+    }
+  }
+
+  private ensureAdminOnce(email: string, password: string): Promise<EnsureAdminOutcome> {
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
       await this.lockAdmins(manager);
