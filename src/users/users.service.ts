@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { hashPassword } from '../auth/passwords.js';
@@ -77,8 +77,6 @@ export interface BatchResult {
 /** The one place the users rules live; REST and GraphQL both call these methods. */
 @Injectable()
 export class UsersService {
-  private readonly logger = new Logger(UsersService.name);
-
   constructor(
     private readonly db: DatabaseService,
     private readonly events: EventsService,
