@@ -480,7 +480,7 @@ describe('restarts', () => {
     }
   });
 
-  it('ADMIN_EMAIL of an existing non-admin promotes nobody and does not stop the boot', async () => {
+  it('ADMIN_EMAIL of an existing non-admin, with no ADMIN at all, promotes it (keeping its own password)', async () => {
     const DATABASE_URL = durableDatabaseUrl(dir, 'non-admin');
     const first = await startApp({
       DATABASE_URL,
@@ -505,10 +505,10 @@ describe('restarts', () => {
       ADMIN_PASSWORD: 'would-be-admin-password',
     });
     try {
-      // the user keeps their role and password; the configured password opens nothing
+      // the user is ADMIN now and keeps their password; the configured password opens nothing
       const me = await client(second.url, { basic: [email, password] }).get('/api/v1/auth/me');
       expect(me.status).toBe(200);
-      expect(me.body.data.role).toBe('USER');
+      expect(me.body.data.role).toBe('ADMIN');
       const tried = await request(second.url, '/api/v1/auth/token', {
         method: 'POST',
         body: { email, password: 'would-be-admin-password' },
@@ -517,7 +517,8 @@ describe('restarts', () => {
       const users = await client(second.url, { basic: [email, password] }).get(
         '/api/v1/users?role=ADMIN',
       );
-      expect(users.body.meta.total).toBe(0);
+      expect(users.body.meta.total).toBe(1);
+      expect(users.body.data.map((u: { email: string }) => u.email)).toEqual([email]);
     } finally {
       await second.close();
     }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DatabaseService } from '../src/database/database.service.js';
 import { startApp, usingPostgres, type TestApp } from './helpers/app.js';
-import { createUser, unique, type CreatedUser } from './helpers/factories.js';
-import { request, type TestResponse } from './helpers/http.js';
+import { createApiKey, createUser, unique, type CreatedUser } from './helpers/factories.js';
+import { client, request, type Credentials, type TestResponse } from './helpers/http.js';
 
 /** Idempotency-Key on creating POSTs (docs/idempotency.md). */
 
@@ -199,6 +199,135 @@ describe('Idempotency-Key', () => {
     for (const path of ['/api/v1/posts', '/api/v1/users', '/api/v1/rooms']) {
       expect(paramsOf(path), path).toContain('Idempotency-Key');
     }
+  });
+});
+
+/** A replay is served only to a caller who could make the request now. */
+describe("Idempotency-Key replays and the caller's current rights", () => {
+  let t: TestApp;
+  let admin: CreatedUser;
+  let yves: CreatedUser;
+  const ORDER = { currency: 'EUR', items: [{ sku: 'IDEM-1', quantity: 2, unit_price_cents: 150 }] };
+
+  beforeAll(async () => {
+    t = await startApp();
+    yves = await createUser(t.url);
+  });
+  beforeEach(async () => {
+    admin = await createUser(t.url, { role: 'ADMIN' });
+  });
+  afterAll(() => t?.close());
+
+  async function ordersOf(userId: string): Promise<number> {
+    const db = t.app.get(DatabaseService);
+    const [row] = await db.query<{ n: number | string }>(
+      `SELECT COUNT(*) AS n FROM orders WHERE user_id = ${db.p(1)}`,
+      [userId],
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  function placeOrder(auth: Credentials, userId: string, key: string, path?: string) {
+    return request(t.url, path ?? `/api/v1/users/${userId}/orders`, {
+      method: 'POST',
+      auth,
+      headers: { 'idempotency-key': key },
+      body: ORDER,
+    });
+  }
+
+  it('a GUEST key of the same user does not get the order an ADMIN placed for another user: 403 as a fresh request, nothing created', async () => {
+    const key = randomUUID();
+    const before = await ordersOf(yves.id);
+    const first = await placeOrder({ bearer: admin.token }, yves.id, key);
+    expect(first.status).toBe(201);
+    const orderId = first.body.data.id as string;
+    const guestKey = await createApiKey(admin.client, { role: 'GUEST' });
+    // a direct read is refused to that key...
+    const direct = await client(t.url, { apiKey: guestKey.key }).get(`/api/v1/orders/${orderId}`);
+    expect([403, 404]).toContain(direct.status);
+    // ...and so is the replay: the answer a fresh request gets, without the stored body
+    const replay = await placeOrder({ apiKey: guestKey.key }, yves.id, key);
+    expect(replay.status).toBe(403);
+    expect(replay.body.error.code).toBe('forbidden');
+    expect(replayed(replay)).toBe(false);
+    expect(replay.text).not.toContain(orderId);
+    expect(replay.headers.get('location')).toBeNull();
+    expect(await ordersOf(yves.id)).toBe(before + 1);
+    // the same rights (the ADMIN's password) still get the replay
+    const again = await placeOrder({ basic: [admin.email, admin.password] }, yves.id, key);
+    expect(again.status).toBe(201);
+    expect(replayed(again)).toBe(true);
+    expect(again.text).toBe(first.text);
+    expect(await ordersOf(yves.id)).toBe(before + 1);
+  });
+
+  it('a demoted caller: refused where a fresh request is (403), replayed where it would still succeed, and the check creates nothing', async () => {
+    const forOther = randomUUID();
+    const forSelf = randomUUID();
+    const before = await ordersOf(yves.id);
+    expect((await placeOrder({ bearer: admin.token }, yves.id, forOther)).status).toBe(201);
+    const own = await placeOrder({ bearer: admin.token }, admin.id, forSelf);
+    expect(own.status).toBe(201);
+    const root = await createUser(t.url, { role: 'ADMIN' });
+    expect((await root.client.patch(`/api/v1/users/${admin.id}`, { role: 'USER' })).status).toBe(
+      200,
+    );
+
+    const refused = await placeOrder({ bearer: admin.token }, yves.id, forOther);
+    expect(refused.status).toBe(403);
+    expect(replayed(refused)).toBe(false);
+    expect(await ordersOf(yves.id)).toBe(before + 1);
+
+    // a USER may still order for itself: the stored response, and still one order (the check ran
+    // the request without committing it)
+    const ownAgain = await placeOrder({ bearer: admin.token }, admin.id, forSelf);
+    expect(ownAgain.status).toBe(201);
+    expect(replayed(ownAgain)).toBe(true);
+    expect(ownAgain.text).toBe(own.text);
+    expect(ownAgain.headers.get('location')).toBe(own.headers.get('location'));
+    expect(await ordersOf(admin.id)).toBe(1);
+    const list = await admin.client.get(`/api/v1/users/${admin.id}/orders`);
+    expect(list.body.meta.total).toBe(1);
+  });
+
+  it('a percent-encoded spelling of the path is the same scope: replayed, created once', async () => {
+    const key = randomUUID();
+    const title = unique('idem-');
+    const first = await request(t.url, '/api/v1/posts', {
+      method: 'POST',
+      auth: { bearer: yves.token },
+      headers: { 'idempotency-key': key },
+      body: { title, body: 'x' },
+    });
+    expect(first.status).toBe(201);
+    const encoded = await request(t.url, '/api/v1/%70osts', {
+      method: 'POST',
+      auth: { bearer: yves.token },
+      headers: { 'idempotency-key': key },
+      body: { title, body: 'x' },
+    });
+    expect(encoded.status).toBe(201);
+    expect(replayed(encoded)).toBe(true);
+    expect(encoded.text).toBe(first.text);
+    expect(await postsTitled(t, title)).toBe(1);
+
+    // a path parameter spelled with escapes is the same user's orders route
+    const orderKey = randomUUID();
+    const before = await ordersOf(yves.id);
+    const plain = await placeOrder({ bearer: yves.token }, yves.id, orderKey);
+    expect(plain.status).toBe(201);
+    const escapedId = yves.id.replace(/^u/, '%75');
+    const escaped = await placeOrder(
+      { bearer: yves.token },
+      yves.id,
+      orderKey,
+      `/api/v1/users/${escapedId}/orders`,
+    );
+    expect(escaped.status).toBe(201);
+    expect(replayed(escaped)).toBe(true);
+    expect(escaped.body.data.id).toBe(plain.body.data.id);
+    expect(await ordersOf(yves.id)).toBe(before + 1);
   });
 });
 

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
@@ -33,6 +34,16 @@ export interface TxContext {
 }
 
 type QueryFn = (...args: unknown[]) => Promise<unknown>;
+
+/** Thrown out of a dry run's transaction to roll it back, carrying the work's result. */
+class DryRunRollback extends Error {
+  constructor(readonly value: unknown) {
+    super('dry run: rolled back');
+  }
+}
+
+/** A statement that only reads (the dry-run guard of `query`). */
+const READ_ONLY = /^\s*(SELECT|WITH|VALUES|SHOW|EXPLAIN)\b/i;
 
 /** When the statement now running on a query runner started (performance.now()). */
 const STARTED = Symbol('statementStarted');
@@ -74,6 +85,8 @@ export class DatabaseService {
   /** SQLite: transactions queued behind the open one, and statements waiting for it to close. */
   private txQueued = 0;
   private statementsWaiting = 0;
+  /** Set while `dryRun` work runs: its transactions roll back instead of committing. */
+  private readonly dryRuns = new AsyncLocalStorage<true>();
   readonly dialect: 'sqlite' | 'postgres';
 
   constructor(
@@ -186,6 +199,10 @@ export class DatabaseService {
    * and fails with TypeORM's QueryFailedError, as `dataSource.query` would.
    */
   async query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    if (this.dryRuns.getStore() && !READ_ONLY.test(sql)) {
+      // a write outside a transaction could not be rolled back: refuse it rather than commit it
+      throw new Error('a dry run may write only inside db.transaction');
+    }
     if (this.dialect === 'postgres') {
       return this.dataSource.query<T[]>(sql, params);
     }
@@ -257,7 +274,18 @@ export class DatabaseService {
     };
   }
 
+  /**
+   * Runs `work` (a request handler) so that every transaction it opens does all its work and then
+   * rolls back instead of committing; after-commit callbacks (events) are dropped and a write
+   * outside a transaction throws. An idempotent replay to a caller whose rights changed runs the
+   * request this way to learn what a fresh request would answer (docs/idempotency.md).
+   */
+  dryRun<T>(work: () => Promise<T>): Promise<T> {
+    return this.dryRuns.run(true, work);
+  }
+
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {
+    const dry = this.dryRuns.getStore() === true;
     const run = async (closed?: () => void): Promise<T> => {
       const callbacks: AfterCommit[] = [];
       let result: T;
@@ -272,8 +300,16 @@ export class DatabaseService {
           for (const fn of before) {
             await fn();
           }
+          if (dry) {
+            throw new DryRunRollback(value);
+          }
           return value;
         });
+      } catch (err) {
+        if (err instanceof DryRunRollback) {
+          return err.value as T;
+        }
+        throw err;
       } finally {
         closed?.();
       }

@@ -8,10 +8,12 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { of, type Observable } from 'rxjs';
+import { from, lastValueFrom, of, type Observable } from 'rxjs';
 import type { Caller } from '../auth/caller.js';
+import { roleAtLeast, type Role } from '../auth/role.js';
 import { BadRequest, DomainError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { DatabaseService } from '../database/database.service.js';
 import { IdempotencyRepository, type StoredResponse } from './idempotency.repository.js';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -25,6 +27,8 @@ const KEPT_HEADERS = ['content-type', 'location', 'etag', 'last-modified', 'link
 
 type RequestState =
   | { kind: 'replay'; response: StoredResponse }
+  /** Ran as a dry run (the caller's rights changed): the stored response only if it succeeded. */
+  | { kind: 'replay-if-allowed'; response: StoredResponse }
   | { kind: 'claimed'; id: string; repo: IdempotencyRepository };
 
 /** Set by the interceptor, read by the onSend hook below: one entry per keyed request. */
@@ -60,15 +64,73 @@ function scopeOf(req: FastifyRequest & { caller?: Caller }): string {
 }
 
 /**
+ * The route a request reached, however its path was spelled: the route's pattern with its decoded
+ * parameters encoded the one canonical way. `/api/v1/%70osts` and `/api/v1/posts` are one route; a
+ * plainly spelled path is its own canonical form.
+ */
+function routeOf(req: FastifyRequest): string {
+  const pattern = req.routeOptions.url;
+  if (!pattern) {
+    return req.url.split('?', 1)[0] ?? '';
+  }
+  const params = (req.params ?? {}) as Record<string, string | undefined>;
+  return pattern.replace(/:(\w+)|\*/g, (whole, name: string | undefined) =>
+    encodeURIComponent(params[name ?? '*'] ?? ''),
+  );
+}
+
+/** The decoded query, members sorted, without the `api_key` credential; '' when there is none. */
+function queryOf(req: FastifyRequest): string {
+  const query = { ...((req.query ?? {}) as Record<string, unknown>) };
+  delete query.api_key;
+  return Object.keys(query).length === 0 ? '' : canonical(query);
+}
+
+/** What the caller may do: its effective role and, through an OAuth client, its scopes. */
+interface Rights {
+  role: Role | null;
+  scopes: string[] | null;
+}
+
+function rightsOf(caller: Caller | undefined): Rights {
+  return {
+    role: caller?.role ?? null,
+    scopes: caller?.scopes ? [...caller.scopes].sort() : null,
+  };
+}
+
+/**
+ * Do the rights `now` include `then` (those a key's first request ran with)? A role at least as
+ * high, and every scope (a first-party caller has no scopes: its whole role). Unknown `then`
+ * (a record from before rights were kept) includes nothing.
+ */
+function covers(now: Rights, then: string | null): boolean {
+  if (then === null) {
+    return false;
+  }
+  const before = JSON.parse(then) as Rights;
+  if (before.role !== null && (now.role === null || !roleAtLeast(now.role, before.role))) {
+    return false;
+  }
+  if (now.scopes === null) {
+    return true;
+  }
+  return before.scopes !== null && before.scopes.every((s) => now.scopes!.includes(s));
+}
+
+/**
  * `Idempotency-Key` on the POSTs that create (docs/idempotency.md, Stripe's semantics): the first
  * request with a key runs and its response is kept; the same key and body again gets that response
  * back with `Idempotent-Replayed: true`; another body is 422; while the first still runs, 409.
- * Runs after the guards, so the caller (the key's scope) is known.
+ * Runs after the guards, so the caller (the key's scope) is known and its current role floor and
+ * scopes were checked. A replay to a caller with fewer rights than the first request had runs the
+ * request as a dry run first and is served only if that succeeds (docs/idempotency.md).
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly repo: IdempotencyRepository,
+    private readonly db: DatabaseService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -87,13 +149,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
         },
       ]);
     }
-    const [path, query = ''] = req.url.split(/\?(.*)/s, 2);
-    const id = sha256(JSON.stringify([scopeOf(req), req.method, path, header]));
-    const requestHash = sha256(JSON.stringify([query, canonical(req.body ?? null)]));
+    const id = sha256(JSON.stringify([scopeOf(req), req.method, routeOf(req), header]));
+    const requestHash = sha256(JSON.stringify([queryOf(req), canonical(req.body ?? null)]));
+    const rights = rightsOf(req.caller);
     const now = Date.now();
     const claim = await this.repo.claim(
       id,
       requestHash,
+      JSON.stringify(rights),
       new Date(now).toISOString(),
       new Date(now + LOCK_MS).toISOString(),
       new Date(now + this.config.idempotencyTtlS * 1000).toISOString(),
@@ -111,8 +174,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
           'A request with this Idempotency-Key is still being processed; retry it later',
         );
       case 'replay':
-        states.set(req, { kind: 'replay', response: claim.response });
-        return of(undefined); // the onSend hook sends the stored response instead
+        if (covers(rights, claim.callerRights)) {
+          states.set(req, { kind: 'replay', response: claim.response });
+          return of(undefined); // the onSend hook sends the stored response instead
+        }
+        // fewer rights than the first request had (a lower key, a demotion, fewer scopes): run the
+        // request as a dry run, which commits nothing; the onSend hook replays only if it succeeded
+        states.set(req, { kind: 'replay-if-allowed', response: claim.response });
+        return from(
+          this.db.dryRun(() => lastValueFrom(next.handle(), { defaultValue: undefined })),
+        );
       case 'claimed':
         states.set(req, { kind: 'claimed', id, repo: this.repo });
         return next.handle();
@@ -133,7 +204,10 @@ export function registerIdempotencyHook(fastify: FastifyInstance): void {
       return payload;
     }
     states.delete(req);
-    if (state.kind === 'replay') {
+    if (state.kind === 'replay-if-allowed' && reply.statusCode >= 300) {
+      return payload; // what a fresh request gets now: the refusal, not the stored response
+    }
+    if (state.kind === 'replay' || state.kind === 'replay-if-allowed') {
       for (const name of KEPT_HEADERS) {
         reply.removeHeader(name);
       }

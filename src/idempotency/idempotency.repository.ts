@@ -12,7 +12,12 @@ export interface StoredResponse {
 /** What a request carrying an Idempotency-Key may do (docs/idempotency.md). */
 export type Claim =
   | { kind: 'claimed' }
-  | { kind: 'replay'; response: StoredResponse }
+  | {
+      kind: 'replay';
+      response: StoredResponse;
+      /** The rights the first request ran with (`rightsOf`, JSON); null on records from before. */
+      callerRights: string | null;
+    }
   | { kind: 'in_progress' }
   | { kind: 'mismatch' };
 
@@ -21,6 +26,7 @@ interface Row {
   status: number | null;
   response_headers: string | null;
   response_body: string | null;
+  caller_rights: string | null;
   locked_until: string | null;
   expires_at: string;
 }
@@ -51,11 +57,13 @@ export class IdempotencyRepository {
   /**
    * Claims key `id` for a request whose fingerprint is `requestHash`, or says why not. A claim holds
    * until `lockedUntil` (then a retry may take it over: its first runner died); a finished record
-   * is replayed until `expiresAt`, after which the key is new again.
+   * is replayed until `expiresAt`, after which the key is new again. `callerRights` is kept with a
+   * claim it takes.
    */
   claim(
     id: string,
     requestHash: string,
+    callerRights: string,
     now: string,
     lockedUntil: string,
     expiresAt: string,
@@ -64,16 +72,18 @@ export class IdempotencyRepository {
     return this.db.transaction(async ({ manager }) => {
       const inserted = await this.returning(
         manager,
-        `INSERT INTO idempotency_keys (id, request_hash, created_at, locked_until, expires_at)
-         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)})
+        `INSERT INTO idempotency_keys
+           (id, request_hash, caller_rights, created_at, locked_until, expires_at)
+         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)})
          ON CONFLICT (id) DO NOTHING RETURNING id`,
-        [id, requestHash, now, lockedUntil, expiresAt],
+        [id, requestHash, callerRights, now, lockedUntil, expiresAt],
       );
       if (inserted) {
         return { kind: 'claimed' };
       }
       const [row] = await manager.query<Row[]>(
-        `SELECT request_hash, status, response_headers, response_body, locked_until, expires_at
+        `SELECT request_hash, status, response_headers, response_body, caller_rights, locked_until,
+                expires_at
            FROM idempotency_keys WHERE id = ${p(1)}`,
         [id],
       );
@@ -92,6 +102,7 @@ export class IdempotencyRepository {
             headers: JSON.parse(row.response_headers ?? '{}') as Record<string, string>,
             body: row.response_body ?? '',
           },
+          callerRights: row.caller_rights,
         };
       }
       if (!expired && row.locked_until !== null && row.locked_until > now) {
@@ -102,10 +113,11 @@ export class IdempotencyRepository {
         manager,
         `UPDATE idempotency_keys
             SET request_hash = ${p(1)}, status = NULL, response_headers = NULL, response_body = NULL,
-                created_at = ${p(2)}, locked_until = ${p(3)}, expires_at = ${p(4)}
+                created_at = ${p(2)}, locked_until = ${p(3)}, expires_at = ${p(4)},
+                caller_rights = ${p(6)}
           WHERE id = ${p(5)} AND (expires_at <= ${p(2)} OR (status IS NULL AND locked_until <= ${p(2)}))
           RETURNING id`,
-        [requestHash, now, lockedUntil, expiresAt, id],
+        [requestHash, now, lockedUntil, expiresAt, id, callerRights],
       );
       return taken ? { kind: 'claimed' } : { kind: 'in_progress' };
     });

@@ -2,7 +2,10 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { UsersService } from './users.service.js';
 
-/** ADMIN_EMAIL/ADMIN_PASSWORD create the first ADMIN at boot when none exists. */
+/**
+ * ADMIN_EMAIL/ADMIN_PASSWORD at boot, when no live ADMIN exists: the live user with that email is
+ * promoted (logged at warn), or that ADMIN is created (docs/contract.md, "The last ADMIN").
+ */
 @Injectable()
 export class AdminBootstrap implements OnApplicationBootstrap {
   private readonly logger = new Logger(AdminBootstrap.name);
@@ -14,8 +17,24 @@ export class AdminBootstrap implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     const { adminEmail, adminPassword } = this.config;
-    if (adminEmail && adminPassword && (await this.users.ensureAdmin(adminEmail, adminPassword))) {
-      this.logger.log(`Created the first ADMIN (${adminEmail})`);
+    if (!adminEmail || !adminPassword) {
+      return;
+    }
+    const outcome = await this.users.ensureAdmin(adminEmail, adminPassword);
+    switch (outcome.kind) {
+      case 'created':
+        this.logger.log(`Created the first ADMIN (${adminEmail}, ${outcome.userId})`);
+        break;
+      case 'promoted':
+        this.logger.warn(
+          `No ADMIN existed: promoted the existing user ${outcome.userId} (ADMIN_EMAIL ${adminEmail}) to ADMIN; ` +
+            (outcome.passwordSet
+              ? 'it had no password, so ADMIN_PASSWORD is now its password'
+              : 'it keeps its own password (ADMIN_PASSWORD was not applied)'),
+        );
+        break;
+      case 'exists':
+        break;
     }
   }
 }

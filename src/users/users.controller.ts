@@ -34,7 +34,12 @@ import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.in
 import { BatchResultResponse, UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
 import { toRestUser } from './users.mapper.js';
-import { USER_LIST_SPEC, UsersService, type Precondition } from './users.service.js';
+import {
+  LAST_ADMIN_MESSAGE,
+  USER_LIST_SPEC,
+  UsersService,
+  type Precondition,
+} from './users.service.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
@@ -96,7 +101,7 @@ export class UsersController {
   )
   @ApiList(BatchResultResponse, 'One result per operation, in order')
   @ApiStandardErrors('authenticated-write', {
-    conflict: 'A live user already has this email (case-insensitive).',
+    conflict: `A live user already has this email (case-insensitive), or an \`update\` would demote the last ADMIN ("${LAST_ADMIN_MESSAGE}"); \`details[].index\` says which.`,
     notFound: 'An `update` names no such user (`details[].index` says which).',
     pathId: false,
   })
@@ -125,7 +130,7 @@ export class UsersController {
   @ApiSingle(UserResponse)
   @ApiStandardErrors('authenticated-write', {
     notFound: 'No such user',
-    conflict: 'A live user already has this email (case-insensitive).',
+    conflict: `A live user already has this email (case-insensitive), or the change would demote the last ADMIN ("${LAST_ADMIN_MESSAGE}").`,
     precondition: true,
   })
   async replace(
@@ -148,7 +153,7 @@ export class UsersController {
   @ApiSingle(UserResponse)
   @ApiStandardErrors('authenticated-write', {
     notFound: 'No such user',
-    conflict: 'A live user already has this email (case-insensitive).',
+    conflict: `A live user already has this email (case-insensitive), or the change would demote the last ADMIN ("${LAST_ADMIN_MESSAGE}").`,
     precondition: true,
   })
   async patch(
@@ -170,7 +175,11 @@ export class UsersController {
     'Users delete themselves; ADMINs delete anyone. `If-Match` makes it conditional.',
   )
   @ApiNoContent('Deleted')
-  @ApiStandardErrors('authenticated', { notFound: 'No such user', precondition: true })
+  @ApiStandardErrors('authenticated', {
+    notFound: 'No such user',
+    conflict: `The user is the last ADMIN ("${LAST_ADMIN_MESSAGE}").`,
+    precondition: true,
+  })
   async remove(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,

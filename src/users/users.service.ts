@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { hashPassword } from '../auth/passwords.js';
@@ -52,6 +52,22 @@ export interface UserPageQuery {
 /** Checked against the stored user inside the write transaction (If-Match); false -> 412. */
 export type Precondition = (current: User) => boolean;
 
+/** The 409 of the last-admin rule (docs/contract.md, "The last ADMIN"). */
+export const LAST_ADMIN_MESSAGE = 'the last administrator cannot be removed';
+
+/**
+ * PostgreSQL transaction-level advisory lock taken by every change that could remove an ADMIN (a
+ * demotion, a delete) and by the boot-time promotion, before any user row is locked: those changes
+ * run one at a time, so each one's count of the other live ADMINs is the committed truth.
+ */
+const ADMIN_LOCK_KEY = 1_952_070_301;
+
+/** What the boot did about ADMIN_EMAIL (AdminBootstrap logs it). */
+export type EnsureAdminOutcome =
+  | { kind: 'exists' }
+  | { kind: 'created'; userId: string }
+  | { kind: 'promoted'; userId: string; passwordSet: boolean };
+
 export interface BatchResult {
   op: 'create' | 'update';
   status: 200 | 201;
@@ -61,8 +77,6 @@ export interface BatchResult {
 /** The one place the users rules live; REST and GraphQL both call these methods. */
 @Injectable()
 export class UsersService {
-  private readonly logger = new Logger(UsersService.name);
-
   constructor(
     private readonly db: DatabaseService,
     private readonly events: EventsService,
@@ -222,30 +236,69 @@ export class UsersService {
     return this.db.transaction((tx) => this.insert(tx, { ...input, role: Role.USER }));
   }
 
-  /** At boot: create the configured ADMIN when no ADMIN exists yet. */
-  async ensureAdmin(email: string, password: string): Promise<boolean> {
-    const admins = await this.db.query<{ id: string }>(
-      `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL LIMIT 1`,
-      [Role.ADMIN],
-    );
-    if (admins.length > 0) {
-      return false;
-    }
+  /**
+   * At boot, when no live ADMIN exists: the live user with this email becomes ADMIN (it keeps its own
+   * password; one without a password gets `password`), or, when there is none (a soft-deleted user
+   * with this email stays deleted), a new ADMIN is created. Runs under the last-admin lock, so
+   * instances booting together promote or create once. A registration of that email between the
+   * lookup and the insert (409) makes it look again, and promote that user.
+   */
+  async ensureAdmin(email: string, password: string): Promise<EnsureAdminOutcome> {
     try {
-      await this.db.transaction((tx) =>
-        this.insert(tx, { name: 'Administrator', email, password, role: Role.ADMIN }),
-      );
-      return true;
+      return await this.ensureAdminOnce(email, password);
     } catch (err) {
       if (err instanceof DomainError && err.code === 'conflict') {
-        // another instance won the race, or a non-admin holds this email: promote nobody silently
-        this.logger.warn(
-          `ADMIN_EMAIL ${email} is already used by a non-admin user: no admin created`,
-        );
-        return false;
+        return this.ensureAdminOnce(email, password);
       }
       throw err;
     }
+  }
+
+  private ensureAdminOnce(email: string, password: string): Promise<EnsureAdminOutcome> {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
+      await this.lockAdmins(manager);
+      const admins = await manager.query<{ id: string }[]>(
+        `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL LIMIT 1`,
+        [Role.ADMIN],
+      );
+      if (admins.length > 0) {
+        return { kind: 'exists' };
+      }
+      const [named] = await manager.query<{ id: string }[]>(
+        `SELECT id FROM users WHERE email_normalized = ${this.db.p(1)} AND deleted_at IS NULL`,
+        [email.toLowerCase()],
+      );
+      const entity = named ? await this.lockedRow(manager, named.id) : null;
+      if (!entity) {
+        const created = await this.insert(tx, {
+          name: 'Administrator',
+          email,
+          password,
+          role: Role.ADMIN,
+        });
+        return { kind: 'created', userId: created.id };
+      }
+      const changes: Partial<UserEntity> = {
+        role: Role.ADMIN,
+        updatedAt: laterThan(entity.updatedAt),
+      };
+      if (entity.passwordHash === null) {
+        changes.passwordHash = await hashPassword(password);
+      }
+      await manager.update(UserEntity, { id: entity.id }, changes);
+      this.counters.add(tx, {
+        [CountKeys.usersByRole(entity.role)]: -1,
+        [CountKeys.usersByRole(Role.ADMIN)]: 1,
+      });
+      const promoted = userFromEntity({ ...entity, ...changes });
+      tx.afterCommit(() => this.events.userUpdated(promoted));
+      return {
+        kind: 'promoted',
+        userId: entity.id,
+        passwordSet: changes.passwordHash !== undefined,
+      };
+    });
   }
 
   /** PUT: name, email and age are replaced (absent age -> null); role/password change only when given. */
@@ -272,7 +325,12 @@ export class UsersService {
   async remove(caller: Caller, id: string, precondition?: Precondition): Promise<User | undefined> {
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
-      const entity = isId('user', id) ? await this.lockedRow(manager, id) : null;
+      if (!isId('user', id)) {
+        throw NotFound('User');
+      }
+      // any live user may be an ADMIN: take the last-admin lock before the row's
+      await this.lockAdmins(manager);
+      const entity = await this.lockedRow(manager, id);
       if (!entity) {
         throw NotFound('User');
       }
@@ -283,6 +341,9 @@ export class UsersService {
       const current = userFromEntity(entity);
       if (precondition && !precondition(current)) {
         throw PreconditionFailed();
+      }
+      if (entity.role === Role.ADMIN) {
+        await this.requireAnotherAdmin(manager, id);
       }
       await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
@@ -302,6 +363,10 @@ export class UsersService {
       ]);
     }
     return this.db.transaction(async (tx) => {
+      // before any operation locks a user row (a later demotion would wait for the lock holding it)
+      if (operations.some(setsRole)) {
+        await this.lockAdmins(tx.manager);
+      }
       const results: BatchResult[] = [];
       for (const [index, raw] of operations.entries()) {
         try {
@@ -370,6 +435,10 @@ export class UsersService {
     patch: PatchUserInput,
     precondition?: Precondition,
   ): Promise<User> {
+    if (patch.role !== undefined && patch.role !== Role.ADMIN && isId('user', id)) {
+      // may demote an ADMIN: take the last-admin lock before the row's
+      await this.lockAdmins(tx.manager);
+    }
     const entity = isId('user', id) ? await this.lockedRow(tx.manager, id) : null;
     if (!entity || entity.deletedAt !== null) {
       throw NotFound('User');
@@ -381,6 +450,9 @@ export class UsersService {
     const current = userFromEntity(entity);
     if (precondition && !precondition(current)) {
       throw PreconditionFailed();
+    }
+    if (entity.role === Role.ADMIN && patch.role !== undefined && patch.role !== Role.ADMIN) {
+      await this.requireAnotherAdmin(tx.manager, id);
     }
     const changes: Partial<UserEntity> = {};
     if (patch.name !== undefined) {
@@ -424,6 +496,27 @@ export class UsersService {
       qb.setLock('pessimistic_write');
     }
     return qb.getOne();
+  }
+
+  /**
+   * The last-admin lock (ADMIN_LOCK_KEY), held until the transaction ends. PostgreSQL only: on
+   * SQLite the transactions of the one instance already run one at a time (DatabaseService).
+   */
+  private async lockAdmins(manager: EntityManager): Promise<void> {
+    if (this.db.dialect === 'postgres') {
+      await manager.query('SELECT pg_advisory_xact_lock($1)', [ADMIN_LOCK_KEY]);
+    }
+  }
+
+  /** 409 unless a live ADMIN other than `id` exists (call with the last-admin lock held). */
+  private async requireAnotherAdmin(manager: EntityManager, id: string): Promise<void> {
+    const others = await manager.query<{ id: string }[]>(
+      `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL AND id <> ${this.db.p(2)} LIMIT 1`,
+      [Role.ADMIN, id],
+    );
+    if (others.length === 0) {
+      throw Conflict(LAST_ADMIN_MESSAGE);
+    }
   }
 
   private async writeGuarded<T>(write: () => Promise<T>): Promise<T> {
@@ -472,6 +565,19 @@ function laterThan(previous: string): string {
 /** `%term%` for LIKE with `\\` as the escape character (the term's own % and _ match literally). */
 export function likePattern(term: string): string {
   return `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** A batch operation that names a role: it may demote an ADMIN. */
+function setsRole(raw: unknown): boolean {
+  const op = raw as { op?: unknown; data?: unknown } | null;
+  return (
+    typeof op === 'object' &&
+    op !== null &&
+    op.op === 'update' &&
+    typeof op.data === 'object' &&
+    op.data !== null &&
+    'role' in op.data
+  );
 }
 
 function withIndex(err: unknown, index: number): unknown {

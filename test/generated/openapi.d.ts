@@ -3218,7 +3218,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A live user already has this email (case-insensitive). Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
+      /** @description A live user already has this email (case-insensitive), or an `update` would demote the last ADMIN ("the last administrator cannot be removed"); `details[].index` says which. Or: The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3574,7 +3574,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A live user already has this email (case-insensitive). */
+      /** @description A live user already has this email (case-insensitive), or the change would demote the last ADMIN ("the last administrator cannot be removed"). */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -3786,6 +3786,19 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
+      /** @description The user is the last ADMIN ("the last administrator cannot be removed"). */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConflictError'];
+        };
+      };
       /** @description `If-Match` does not match the current `ETag`. */
       412: {
         headers: {
@@ -3954,7 +3967,7 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
-      /** @description A live user already has this email (case-insensitive). */
+      /** @description A live user already has this email (case-insensitive), or the change would demote the last ADMIN ("the last administrator cannot be removed"). */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];

@@ -243,6 +243,11 @@ export interface CheckedResponse {
 export async function checkResponse(base: string, res: CheckedResponse): Promise<void> {
   const method = res.method.toUpperCase();
   let path = new URL(res.url, base).pathname;
+  try {
+    path = decodeURI(path); // the router matches the decoded path: `/api/v1/%70osts` is /posts
+  } catch {
+    // not percent-decodable: the router refuses it (400), matched below as an unknown path
+  }
   if (
     res.acceptVersion !== undefined &&
     /^v?1$/i.test(res.acceptVersion.trim()) &&
