@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import net from 'node:net';
 import type { DestinationStream } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ShutdownState } from '../src/common/shutdown.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { startApp, type TestApp } from './helpers/app.js';
 import { request } from './helpers/http.js';
@@ -245,5 +246,28 @@ describe('refused upgrades count in the address request limit, are logged and me
     expect(metrics).toMatch(
       /atrium_http_request_duration_seconds_count\{method="GET",route="upgrade",status="429"\} 2\b/,
     );
+  });
+});
+
+describe('while draining, a WebSocket upgrade on /graphql is refused in the envelope', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ RATE_LIMIT: '2' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('503 with Retry-After, not counted against the address', async () => {
+    t.app.get(ShutdownState).beginDraining();
+    for (let i = 0; i < 3; i++) {
+      const res = await refused(
+        t.url,
+        upgradeRequest('/graphql', { 'Sec-WebSocket-Protocol': 'graphql-transport-ws' }),
+      );
+      expect(expectEnvelope(res, 503, 'service_unavailable').message).toMatch(/shutting down/);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.headers['ratelimit-limit']).toBeUndefined();
+    }
   });
 });

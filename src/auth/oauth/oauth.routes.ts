@@ -66,9 +66,13 @@ export function registerOAuthRoutes(app: NestFastifyApplication): void {
     pages.addHook('onRequest', async (req, reply) => {
       forwardFastifyView(req);
       // the sign-in and consent pages count in the address's request limit (oauth-limits.ts)
-      if (req.url.startsWith(`${MOUNT}/interaction/`)) {
-        await refusedByRequestLimit(limits, config, req, reply);
+      if (
+        req.url.startsWith(`${MOUNT}/interaction/`) &&
+        (await refusedByRequestLimit(limits, config, req, reply))
+      ) {
+        return reply; // answered: the route does not run
       }
+      return undefined;
     });
     pages.get(STYLESHEET_PATH, (_req, reply) =>
       reply
