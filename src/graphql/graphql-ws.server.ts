@@ -351,7 +351,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       return;
     }
     const wss = this.wss;
-    if (String(req.headers.upgrade).toLowerCase() !== 'websocket' || !wss) {
+    if (!wss) {
+      socket.destroy(); // not bootstrapped (the listener is added once it is): nothing to answer with
+      return;
+    }
+    if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {
       this.refusals.refuse(req, socket, {
         status: 400,
         code: 'bad_request',
