@@ -1,7 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -98,6 +107,36 @@ function raw(
     );
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/**
+ * Writes `data` on a raw connection from `from` and returns the head of the first answer (the
+ * status line and headers, and what came with them), then closes the connection.
+ */
+function rawUpgrade(port: number, data: string, from: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ host: '127.0.0.1', port, localAddress: from }, () =>
+      socket.write(data),
+    );
+    let text = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer on ${port}: ${JSON.stringify(text)}`));
+    }, 10_000);
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes('\r\n\r\n')) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(text);
+      }
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
 }
 
@@ -317,6 +356,58 @@ describe.skipIf(reason !== '')(
       expect(log).toContain(`/api/v1/users?api_key=[redacted]&m=${marker}-1`);
       expect(log).toContain(`/api/v1/users?page=1&API_KEY=[redacted]&m=${marker}-2`);
       expect(log).toContain(`/api/v1/users?m=${marker}-3&api%5Fkey=[redacted]`);
+    });
+
+    it('answers an Upgrade on any path but /graphql and closes its socket: no fd of a replica leaks, through the proxy or directly', async () => {
+      const fds = () => procs.slice(0, 2).map((p) => readdirSync(`/proc/${p.child.pid}/fd`).length);
+      const upgrade = (path: string) =>
+        `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+      const baseline = fds();
+      // the proxy forwards Upgrade on /graphql only: elsewhere the request is served as a plain one
+      // (401: no credentials); directly, a replica refuses the upgrade (404, or 429 past the limit)
+      const answers: string[] = [];
+      for (let batch = 0; batch < 8; batch++) {
+        const from = `127.0.1.${batch + 1}`; // a fresh address per batch: within its request limit
+        answers.push(
+          ...(await Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              rawUpgrade(
+                batch % 2 === 0 ? proxyPort : apiPorts[i % 2],
+                upgrade('/api/v1/users'),
+                from,
+              ),
+            ),
+          )),
+        );
+      }
+      const statuses = answers.map((a) => a.split(' ', 2)[1]);
+      expect(new Set(statuses.filter((_, i) => Math.floor(i / 50) % 2 === 0))).toEqual(
+        new Set(['401']),
+      );
+      expect(new Set(statuses.filter((_, i) => Math.floor(i / 50) % 2 === 1))).toEqual(
+        new Set(['404']),
+      );
+      expect(answers[50]).toMatch(/^HTTP\/1\.1 404 .*\r\nConnection: close\r\n/s);
+      expect(answers[50]).toContain('"code":"not_found"');
+      await vi.waitFor(
+        () => {
+          // nginx keeps up to 32 idle upstream connections (`keepalive 32`), across both replicas
+          const [a = 0, b = 0] = fds();
+          expect(a + b).toBeLessThanOrEqual(baseline[0] + baseline[1] + 32 + 8);
+        },
+        { timeout: 15_000, interval: 200 },
+      );
+      // and /graphql still upgrades through the proxy
+      const ws = await rawUpgrade(
+        proxyPort,
+        upgrade('/graphql').replace(
+          '\r\n\r\n',
+          '\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+        ),
+        '127.0.1.20',
+      );
+      expect(ws).toMatch(/^HTTP\/1\.1 101 /);
     });
 
     it('does not serve /metrics on the public port; each replica serves it on its internal port only', async () => {

@@ -79,10 +79,63 @@ describe('JSON body shape limits (defaults: depth 32, 10,000 entries)', () => {
     expect(stored.body.data.name).toBe(user.body.name);
   });
 
-  it('still refuses __proto__ keys (the parser behind the check is Fastify`s secure one)', async () => {
+  it('refuses __proto__ members, saying what is refused, why and where (not "not valid JSON")', async () => {
     const res = await post(t, '/api/v1/auth/register', '{"__proto__":{"admin":true}}');
     expect(res.status).toBe(400);
-    expect(res.body.error.code).toBe('bad_request');
+    expect(res.body).toEqual({
+      error: {
+        code: 'bad_request',
+        message:
+          'The JSON body is refused: member name "__proto__" is not allowed (at __proto__), as it can change object prototypes',
+        details: [{ field: '__proto__', message: 'member name "__proto__" is not allowed' }],
+      },
+    });
+    // nested, and in an array: the path names it
+    const nestedRes = await post(
+      t,
+      '/api/v1/auth/register',
+      '{"email":"x@example.com","tags":[{"ok":1},{"a b":{"__proto__":{}}}]}',
+    );
+    expect(nestedRes.status).toBe(400);
+    expect(nestedRes.body.error.details).toEqual([
+      { field: 'tags[1]["a b"].__proto__', message: 'member name "__proto__" is not allowed' },
+    ]);
+    // constructor.prototype, the parser's other rule
+    const ctor = await post(t, '/api/v1/auth/register', '{"a":{"constructor":{"prototype":{}}}}');
+    expect(ctor.status).toBe(400);
+    expect(ctor.body.error.message).toMatch(/"prototype" inside a member "constructor"/);
+    expect(ctor.body.error.details).toEqual([
+      {
+        field: 'a.constructor.prototype',
+        message: 'a member "prototype" inside a member "constructor" is not allowed',
+      },
+    ]);
+    // JSON that is not valid is still said to be so; a member merely called "constructor" passes
+    const broken = await post(t, '/api/v1/auth/register', '{"__proto__":');
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.message).toMatch(/not valid JSON/);
+    const named = await post(t, '/api/v1/auth/register', '{"constructor":"x"}');
+    expect(named.status).toBe(422);
+    // nothing was created from a refused body
+    expect(
+      (await post(t, '/api/v1/auth/token', '{"email":"x@example.com","password":"whatever-1"}'))
+        .status,
+    ).toBe(401);
+  });
+
+  it('refuses a __proto__ member in a GraphQL request body in the GraphQL error shape, naming it', async () => {
+    const res = await post(
+      t,
+      '/graphql',
+      '{"query":"query($v: String) { __typename }","variables":{"v":{"__proto__":{"x":1}}}}',
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.data).toBeUndefined();
+    expect(res.body.errors).toHaveLength(1);
+    expect(res.body.errors[0].message).toBe(
+      'The JSON body is refused: member name "__proto__" is not allowed (at variables.v.__proto__), as it can change object prototypes',
+    );
+    expect(res.body.errors[0].extensions.code).toBe('BAD_REQUEST');
   });
 
   it('bounds GraphQL variables sent over HTTP POST, answering 400 in GraphQL error shape', async () => {

@@ -33,6 +33,13 @@ function fromFastify(err: {
       return new DomainError('bad_request', 'The request body is not valid JSON');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new DomainError('bad_request', 'Invalid Content-Length');
+    case 'ATRIUM_BODY_SHAPE':
+      // the JSON body's shape or a forbidden member (src/common/json-shape.ts), with where it is
+      return new DomainError(
+        'bad_request',
+        err.message ?? 'Bad request',
+        (err as { details?: ErrorDetail[] }).details,
+      );
     default:
       break;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonShapeViolation } from './json-shape.js';
+import { forbiddenMember, jsonShapeViolation } from './json-shape.js';
 
 const limits = { maxDepth: 3, maxItems: 5 };
 const nested = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
@@ -35,5 +35,29 @@ describe('jsonShapeViolation', () => {
   it('leaves malformed text to the JSON parser', () => {
     expect(jsonShapeViolation('{"a": "unterminated', limits)).toBeUndefined();
     expect(jsonShapeViolation(']]]]', limits)).toBeUndefined();
+  });
+});
+
+describe('forbiddenMember', () => {
+  it('names a __proto__ member and where it is', () => {
+    expect(forbiddenMember('{"__proto__":{}}')).toEqual({
+      field: '__proto__',
+      message: 'member name "__proto__" is not allowed',
+    });
+    expect(forbiddenMember('{"a":[1,{"b":{"__proto__":1}}]}')?.field).toBe('a[1].b.__proto__');
+    expect(forbiddenMember('[{"x-y":{"__proto__":null}}]')?.field).toBe('[0]["x-y"].__proto__');
+  });
+
+  it('names constructor.prototype, not a plain "constructor" member', () => {
+    expect(forbiddenMember('{"constructor":{"prototype":{}}}')?.field).toBe(
+      'constructor.prototype',
+    );
+    expect(forbiddenMember('{"constructor":{"name":"x"}}')).toBeUndefined();
+    expect(forbiddenMember('{"constructor":"x"}')).toBeUndefined();
+  });
+
+  it('says nothing for text that is not JSON or has no such member', () => {
+    expect(forbiddenMember('{"__proto__":')).toBeUndefined();
+    expect(forbiddenMember('{"proto":{"__proto":1}}')).toBeUndefined();
   });
 });

@@ -96,14 +96,98 @@ export function jsonShapeViolation(text: string, limits: JsonShapeLimits): strin
 export class JsonShapeError extends Error {
   readonly statusCode = 400;
   readonly code = 'ATRIUM_BODY_SHAPE';
+
+  constructor(
+    message: string,
+    /** Where in the body, for the envelope's `details` (`[{field, message}]`). */
+    readonly details?: { field: string; message: string }[],
+  ) {
+    super(message);
+  }
 }
 
-/** Requests refused by `jsonShapeViolation`, with the reason (so /graphql can answer in its own shape). */
+/** Longest path of a member named in a refusal (a body's own key names are echoed). */
+const MAX_PATH = 200;
+
+/** `path.key`, or `path["key"]` for a key that is not a plain name. */
+function memberPath(path: string, key: string): string {
+  if (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key)) {
+    return path === '' ? key : `${path}.${key}`;
+  }
+  return `${path}[${JSON.stringify(key)}]`;
+}
+
+function findForbidden(
+  value: unknown,
+  path: string,
+): { field: string; message: string } | undefined {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findForbidden(value[i], `${path}[${i}]`);
+      if (found) {
+        return found;
+      }
+    }
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') {
+    return undefined;
+  }
+  const members = value as Record<string, unknown>;
+  for (const key of Object.keys(members)) {
+    const here = memberPath(path, key);
+    const member = members[key];
+    if (key === '__proto__') {
+      return { field: here, message: 'member name "__proto__" is not allowed' };
+    }
+    if (
+      key === 'constructor' &&
+      member !== null &&
+      typeof member === 'object' &&
+      Object.hasOwn(member, 'prototype')
+    ) {
+      return {
+        field: `${here}.prototype`,
+        message: 'a member "prototype" inside a member "constructor" is not allowed',
+      };
+    }
+    const found = findForbidden(member, here);
+    if (found) {
+      return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The member that made the secure JSON parser refuse `text` (`__proto__`, or `constructor` holding
+ * `prototype`: names that change object prototypes when code copies or merges objects), with its
+ * path in the body; undefined when the text is simply not JSON. Only runs on a refused body.
+ * `JSON.parse` itself is safe here: it makes `__proto__` an own data member, never a prototype.
+ */
+export function forbiddenMember(text: string): { field: string; message: string } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const found = findForbidden(value, '');
+  return (
+    found && {
+      field: found.field.length > MAX_PATH ? `${found.field.slice(0, MAX_PATH)}...` : found.field,
+      message: found.message,
+    }
+  );
+}
+
+/** Requests refused by `jsonShapeViolation` or for a forbidden member, with the reason (so /graphql can answer in its own shape). */
 export const refusedBodyShape = new WeakMap<FastifyRequest, string>();
 
 /**
  * Fastify's own JSON parser (secure-json-parse: `__proto__` and `constructor.prototype` refused) for
- * `application/json` and `application/merge-patch+json`, behind the shape check. Every JSON body goes
+ * `application/json` and `application/merge-patch+json`, behind the shape check; a body it refuses
+ * for such a member is answered with the member's name and path (`forbiddenMember`). Every JSON body goes
  * through it: REST bodies and GraphQL over HTTP POST (query, variables, extensions).
  */
 export function registerJsonParser(fastify: FastifyInstance, limits: JsonShapeLimits): void {
@@ -120,7 +204,17 @@ export function registerJsonParser(fastify: FastifyInstance, limits: JsonShapeLi
         done(new JsonShapeError(violation), undefined);
         return;
       }
-      void parse(req, text, done);
+      void parse(req, text, (err, parsed) => {
+        const forbidden = err ? forbiddenMember(text) : undefined;
+        if (forbidden === undefined) {
+          done(err, parsed);
+          return;
+        }
+        // refused by the parser's prototype rules: say so, and where (not "not valid JSON")
+        const reason = `The JSON body is refused: ${forbidden.message} (at ${forbidden.field}), as it can change object prototypes`;
+        refusedBodyShape.set(req, reason);
+        done(new JsonShapeError(reason, [forbidden]), undefined);
+      });
     },
   );
 }

@@ -20,6 +20,7 @@ import { GraphqlCoreModule } from './graphql-core.module.js';
 import { operationPolicyPlugin } from './graphql.plugins.js';
 import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
+import { UpgradeRefusals } from './upgrade-refusals.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
 import { registerRequestLimits } from './request-limits.js';
@@ -97,7 +98,7 @@ export function apolloOptions(
       useFactory: apolloOptions,
     }),
   ],
-  providers: [NodeResolver, GraphqlWsServer, GraphqlTelemetryPlugin],
+  providers: [NodeResolver, GraphqlWsServer, UpgradeRefusals, GraphqlTelemetryPlugin],
 })
 export class GraphqlApiModule implements OnModuleInit {
   constructor(

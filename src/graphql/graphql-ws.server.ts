@@ -52,6 +52,7 @@ import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
 import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
+import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrade-refusals.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
@@ -102,6 +103,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly door: CredentialsService,
     private readonly shutdown: ShutdownState,
     private readonly metrics: MetricsService,
+    private readonly refusals: UpgradeRefusals,
   ) {
     this.telemetry = new WsTelemetry(
       metrics,
@@ -118,6 +120,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       ...(this.config.graphqlIntrospection ? [] : [NoSchemaIntrospectionCustomRule]),
     ];
     this.wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD });
+    // a handshake ws refuses (method, key, version, subprotocol header): in the envelope too
+    this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) =>
+      this.refusals.refuse(req, socket, handshakeRefusal(err.message)),
+    );
     this.metrics.setSocketCounter(() => this.wss?.clients.size ?? 0);
     this.disposable = useServer<Record<string, unknown>, SocketState>(
       {
@@ -316,25 +322,47 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    // every upgrade not taken over is answered and closed (upgrade-refusals.ts): Node gives no
+    // response object here, and an unanswered socket stays open for good
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
     if (path !== GRAPHQL_PATH) {
-      return; // not ours (nothing else upgrades today; the socket times out)
+      this.refusals.refuse(req, socket, noWebSocketEndpoint(path));
+      return;
     }
     if (this.shutdown.draining) {
       // a new socket would be closed with 1001 in a moment: open it on another instance
-      socket.end(
-        'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
-      );
+      this.refusals.refuse(req, socket, {
+        status: 503,
+        code: 'service_unavailable',
+        message: 'The server is shutting down; open the WebSocket again (another instance)',
+        headers: { 'Retry-After': '1' },
+        counted: false,
+      });
       return;
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !originAllowed(origin, this.config.corsOrigins)) {
-      socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      this.refusals.refuse(req, socket, {
+        status: 403,
+        code: 'forbidden',
+        message: 'Origin not allowed',
+        counted: true,
+      });
       return;
     }
     const wss = this.wss;
     if (!wss) {
-      socket.destroy();
+      socket.destroy(); // not bootstrapped (the listener is added once it is): nothing to answer with
+      return;
+    }
+    if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {
+      this.refusals.refuse(req, socket, {
+        status: 400,
+        code: 'bad_request',
+        message:
+          'Only WebSocket upgrades (graphql-transport-ws) are served on /graphql; send GraphQL over HTTP without Upgrade',
+        counted: true,
+      });
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

@@ -133,6 +133,7 @@ const ERROR_WORDS: Record<string, string> = {
     'The app sent an address to return to that is not registered for it, so you were not sent back. Tell the app\u2019s developer.',
   invalid_client: 'This app is not registered with Atrium.',
   invalid_request: 'The app sent an invalid request.',
+  rate_limited: 'Too many requests from your network. Wait a moment, then try again.',
   session_not_found:
     'This sign-in link has expired or was already used. Go back to the app and start again.',
 };

@@ -9,6 +9,8 @@ import {
   secondsUntil,
   writeRateLimitHeaders,
 } from '../../rate-limit/rate-limit.service.js';
+import { CredentialAttempts } from '../credential-attempts.js';
+import { refusedByRequestLimit, revocationFailureLimit } from './oauth-limits.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
 import { STYLESHEET, STYLESHEET_PATH } from './oauth-pages.js';
 import { inProviderContext } from './oidc-library.js';
@@ -40,7 +42,9 @@ function forwardedView(publicUrl: string): (req: FastifyRequest) => void {
  * Mounts the authorization server at /oauth on the Fastify instance (outside Nest's /api/v1
  * routing and guards): the sign-in/consent pages and their stylesheet, and oidc-provider's own
  * endpoints (discovery, authorize, token, JWKS, revocation, userinfo). `/oauth/token` counts
- * against the per-address credential bucket (docs/rate-limits.md).
+ * against the per-address credential bucket, and so does a failed client authentication at the
+ * revocation endpoint; `/oauth/auth` and the pages count in the address's request limit
+ * (oauth-limits.ts, docs/rate-limits.md).
  */
 export function registerOAuthRoutes(app: NestFastifyApplication): void {
   const fastify = app.getHttpAdapter().getInstance();
@@ -59,9 +63,16 @@ export function registerOAuthRoutes(app: NestFastifyApplication): void {
         parsed(null, Object.fromEntries(new URLSearchParams(body as string)));
       },
     );
-    pages.addHook('onRequest', (req, _reply, next) => {
+    pages.addHook('onRequest', async (req, reply) => {
       forwardFastifyView(req);
-      next();
+      // the sign-in and consent pages count in the address's request limit (oauth-limits.ts)
+      if (
+        req.url.startsWith(`${MOUNT}/interaction/`) &&
+        (await refusedByRequestLimit(limits, config, req, reply))
+      ) {
+        return reply; // answered: the route does not run
+      }
+      return undefined;
     });
     pages.get(STYLESHEET_PATH, (_req, reply) =>
       reply
@@ -88,9 +99,19 @@ export function registerOAuthRoutes(app: NestFastifyApplication): void {
     // oidc-provider reads the body stream itself: leave it unread here
     server.removeAllContentTypeParsers();
     server.addContentTypeParser('*', (_req, _payload, parsed) => parsed(null));
+    // failed client authentication at the revocation endpoint counts as a failed credential (added
+    // before callback(), which composes the middleware)
+    oidc.provider.use(revocationFailureLimit(limits, app.get(CredentialAttempts), config));
     const callback = oidc.provider.callback();
     const handler = async (req: FastifyRequest, reply: FastifyReply) => {
-      const path = req.url.split('?', 1)[0];
+      const path = req.url.split('?', 1)[0] ?? '';
+      // each authorization request stores an interaction: it counts in the address's request limit
+      if (
+        (path === `${MOUNT}/auth` || path.startsWith(`${MOUNT}/auth/`)) &&
+        (await refusedByRequestLimit(limits, config, req, reply))
+      ) {
+        return reply;
+      }
       if (req.method === 'POST' && path === `${MOUNT}/token` && limits.enabled) {
         const hit = await limits.hit(
           BUCKET_AUTH,

@@ -23,8 +23,39 @@ export const ACCESS_TOKEN_TTL_S = 600;
 const CODE_TTL_S = 60;
 const GRANT_TTL_S = 365 * 86_400;
 const SESSION_TTL_S = 14 * 86_400;
-const INTERACTION_TTL_S = 3600;
+/** Time to sign in and consent; an anonymous /oauth/auth stores one interaction row this long. */
+const INTERACTION_TTL_S = 600;
 const PURGE_INTERVAL_MS = 10 * 60_000;
+const PROVIDER_CSP = "default-src 'none'; script-src; frame-ancestors 'none'; base-uri 'none'";
+
+/** The members of oidc-provider's Session that say who is signed in. */
+interface SignedInSession {
+  accountId?: string;
+  loginTs?: number;
+  amr?: string[];
+  acr?: string;
+  authorizations?: Record<string, unknown>;
+  resetIdentifier(): void;
+}
+
+/**
+ * A browser's `/oauth` session whose account no longer exists (the user was deleted) is signed
+ * out: without an account, oidc-provider would go on to the consent checks and fail there (a 500).
+ * The session gets a new identifier and no account, so the sign-in page is shown again.
+ */
+function signOutDeletedAccount(ctx: KoaContextWithOIDC | undefined, accountId: string): void {
+  const session = (ctx?.oidc as { entities?: { Session?: SignedInSession } } | undefined)?.entities
+    ?.Session;
+  if (session?.accountId !== accountId) {
+    return;
+  }
+  session.accountId = undefined;
+  session.loginTs = undefined;
+  session.amr = undefined;
+  session.acr = undefined;
+  session.authorizations = {};
+  session.resetIdentifier();
+}
 
 /** The claim carrying the grant id in our access tokens (checked per request, docs/oauth.md). */
 export const GRANT_CLAIM = 'gid';
@@ -71,6 +102,14 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
     ).compareClientSecret = function compareClientSecret(actual: string) {
       return compare(this.clientSecret, actual);
     };
+    // what oidc-provider renders itself is never framed either: the form_post response page (an
+    // auto-submitting form carrying the code) gets a CSP whose empty script-src the library extends
+    // with the hash of that page's one inline script; the other pages set their own (oauth-pages.ts)
+    this.provider.use(async (ctx, next) => {
+      ctx.set('Content-Security-Policy', PROVIDER_CSP);
+      ctx.set('X-Frame-Options', 'DENY');
+      await next();
+    });
     this.provider.on('server_error', (_ctx: unknown, err: Error) =>
       this.logger.error({ err }, 'oidc-provider server error'),
     );
@@ -194,9 +233,10 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
             : undefined);
         return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
       },
-      findAccount: async (_ctx, sub) => {
+      findAccount: async (ctx, sub) => {
         const user = await users.findById(sub);
         if (!user) {
+          signOutDeletedAccount(ctx, sub);
           return undefined;
         }
         return {
