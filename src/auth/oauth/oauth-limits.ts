@@ -62,10 +62,11 @@ function rateLimitedBody(retry: number, what: string) {
  * `POST /oauth/token/revocation` (RFC 7009) authenticates the client: a failed client
  * authentication (`401 invalid_client`: unknown client, wrong secret) counts one against the
  * address's credential bucket, the one failed passwords and tokens count against (AUTH_RATE_LIMIT
- * per AUTH_RATE_LIMIT_WINDOW_S). Once it is used up, the endpoint answers 429 without checking
- * anything (a right secret from that address too, as for a password past its limit), with
- * `Retry-After`, `RateLimit-*` and `{"error":"rate_limited",...}`. A request that authenticates is
- * never counted. A Koa middleware of oidc-provider: it runs around the endpoint and can rewrite the
+ * per AUTH_RATE_LIMIT_WINDOW_S). Past it, a failed authentication is answered 429 instead of 401,
+ * with `Retry-After`, `RateLimit-*` and `{"error":"rate_limited",...}`, while a right secret still
+ * works: one client's failures never cost another client behind the same address its valid
+ * credentials. Only past AUTH_ADDRESS_HARD_LIMIT failures (a spray) is nothing from that address
+ * checked, as for passwords. A request that authenticates is never counted. A Koa middleware of oidc-provider: it runs around the endpoint and can rewrite the
  * answer before it is sent.
  */
 export function revocationFailureLimit(
@@ -91,7 +92,7 @@ export function revocationFailureLimit(
     const address = ctx.ip;
     const key = limits.key(BUCKET_AUTH, limits.ipTracker(address));
     const [state] = (await limits.store.peek([key], config.authRateLimitWindowS * 1000)) ?? [];
-    if (state && state.count >= config.authRateLimit) {
+    if (state && state.count >= config.authAddressHardLimit) {
       limits.record(BUCKET_AUTH, { allowed: false });
       refuse(state.count, state.resetMs);
       return;
