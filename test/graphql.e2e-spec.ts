@@ -448,7 +448,7 @@ describe('GraphQL API (/graphql)', () => {
         ['{ users { edges { node { id } } } }', 1 + 20 * (1 + (1 + 1))],
         ['{ posts(first: 3) { id author { id } } }', 1 + 3 * (1 + (1 + 1))],
         ['{ posts(first: 3) { id body } }', 1 + 3 * (1 + 20)],
-        ['{ search(term: "a", first: 5) { __typename } }', 10],
+        ['{ search(term: "a", first: 5) { __typename } }', 100],
         ['{ __schema { types { name fields { name } } } }', 0],
       ];
       for (const [query, expected] of cases) {

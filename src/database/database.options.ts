@@ -11,6 +11,7 @@ import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
 import { ListCounts1764000000000 } from './migrations/1764000000000-list-counts.js';
 import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexes.js';
 import { IdempotencyKeys1764100000000 } from './migrations/1764100000000-idempotency-keys.js';
+import { SearchIndex1764300000019 } from './migrations/1764300000019-search-index.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -20,6 +21,7 @@ export const MIGRATIONS = [
   ListCounts1764000000000,
   ListIndexes1764000000001,
   IdempotencyKeys1764100000000,
+  SearchIndex1764300000019,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

@@ -20,6 +20,7 @@ import { DatabaseService, type TxContext } from '../database/database.service.js
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
+import { searchCondition } from '../search/search-query.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -190,13 +191,14 @@ export class UsersService {
     return rows.map(userFromRow);
   }
 
-  /** Name search (case-insensitive substring), newest first. */
-  async search(caller: MaybeCaller, term: string, limit: number): Promise<User[]> {
+  /** Users whose name words start with every one of `words` (search-query.ts), newest first. */
+  async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<User[]> {
     this.requireRead(caller);
+    const match = searchCondition(this.db, 'users', words, 1);
     const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE deleted_at IS NULL AND LOWER(name) LIKE ${this.db.p(1)} ESCAPE '\\'
+      `SELECT ${USER_COLUMNS} FROM users WHERE deleted_at IS NULL AND ${match.sql}
        ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`,
-      [likePattern(term)],
+      [match.value],
     );
     return rows.map(userFromRow);
   }
@@ -467,11 +469,6 @@ export class UsersService {
 function laterThan(previous: string): string {
   const now = nowIso();
   return now > previous ? now : new Date(Date.parse(previous) + 1).toISOString();
-}
-
-/** `%term%` for LIKE with `\\` as the escape character (the term's own % and _ match literally). */
-export function likePattern(term: string): string {
-  return `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 function withIndex(err: unknown, index: number): unknown {
