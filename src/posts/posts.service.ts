@@ -15,7 +15,7 @@ import { CountersRepository, CountKeys } from '../database/counters.repository.j
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
-import { searchCondition } from '../search/search-query.js';
+import { searchRows } from '../search/search-query.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_COLUMNS, postFromRow, type PostRow } from './posts.mapper.js';
@@ -206,12 +206,7 @@ export class PostsService {
   /** Posts whose title and body words start with every one of `words` (search-query.ts), newest first. */
   async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<Post[]> {
     requireRead(caller);
-    const match = searchCondition(this.db, 'posts', words, 1);
-    const rows = await this.db.query<PostRow>(
-      `SELECT ${POST_COLUMNS} FROM posts WHERE deleted_at IS NULL AND ${match.sql}
-       ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`,
-      [match.value],
-    );
+    const rows = await searchRows<PostRow>(this.db, 'posts', POST_COLUMNS, words, limit);
     return rows.map(postFromRow);
   }
 

@@ -22,26 +22,56 @@ const TABLES = {
 } as const;
 
 /**
- * The WHERE condition (and its one parameter, number `param`) matching the live rows of `table` in
- * which every word is the start of some word: SQLite FTS5 prefix queries (`"word"*`, quoted), or a
- * PostgreSQL tsquery (`word:* & ...`) on the GIN-indexed expression. `words` come from searchWords.
+ * The rows of `table` in which every word is the start of some word: the FROM and WHERE of the
+ * query (`where` uses parameter number `param`, whose value is `value`). SQLite: an FTS5 prefix
+ * query (`"word"*`, quoted) joined to the table through the rowid map, in that order (CROSS JOIN
+ * fixes it: the planner would otherwise walk the table and the map); PostgreSQL: a tsquery
+ * (`word:* & ...`) on the GIN-indexed expression. `words` come from searchWords.
  */
-export function searchCondition(
+function searchSource(
   db: DatabaseService,
   table: keyof typeof TABLES,
   words: readonly string[],
   param: number,
-): { sql: string; value: string } {
+): { from: string; where: string; value: string } {
   const { key, pgVector } = TABLES[table];
   if (db.dialect === 'postgres') {
     return {
-      sql: `${pgVector} @@ to_tsquery('simple'::regconfig, ${db.p(param)})`,
+      from: table,
+      where: `${pgVector} @@ to_tsquery('simple'::regconfig, ${db.p(param)})`,
       value: words.map((w) => `${w}:*`).join(' & '),
     };
   }
   return {
-    sql: `id IN (SELECT r.${key} FROM ${table}_fts_rows r WHERE r.rowid IN
-            (SELECT rowid FROM ${table}_fts WHERE ${table}_fts MATCH ${db.p(param)}))`,
+    from: `${table}_fts CROSS JOIN ${table}_fts_rows r CROSS JOIN ${table}`,
+    where: `${table}_fts MATCH ${db.p(param)} AND r.rowid = ${table}_fts.rowid AND ${table}.id = r.${key}`,
     value: words.map((w) => `"${w}"*`).join(' '),
   };
+}
+
+/**
+ * PostgreSQL plans a search with the GIN index only: its estimates for prefix queries are rough, and
+ * with a common-looking prefix it would walk the `created_at` index parsing every row's text (or scan
+ * the table) instead. For this one statement (`SET LOCAL`, in its own transaction).
+ */
+export const PG_SEARCH_PLAN = 'SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off';
+
+/** `columns` of the live rows of `table` matching every word (searchWords), newest first. */
+export async function searchRows<R>(
+  db: DatabaseService,
+  table: keyof typeof TABLES,
+  columns: string,
+  words: readonly string[],
+  limit: number,
+): Promise<R[]> {
+  const { from, where, value } = searchSource(db, table, words, 1);
+  const sql = `SELECT ${columns} FROM ${from} WHERE deleted_at IS NULL AND ${where}
+    ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`;
+  if (db.dialect !== 'postgres') {
+    return db.query<R>(sql, [value]);
+  }
+  return db.transaction(async (tx) => {
+    await tx.manager.query(PG_SEARCH_PLAN);
+    return tx.manager.query<R[]>(sql, [value]);
+  });
 }

@@ -20,7 +20,7 @@ import { DatabaseService, type TxContext } from '../database/database.service.js
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
-import { searchCondition } from '../search/search-query.js';
+import { searchRows } from '../search/search-query.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -194,12 +194,7 @@ export class UsersService {
   /** Users whose name words start with every one of `words` (search-query.ts), newest first. */
   async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<User[]> {
     this.requireRead(caller);
-    const match = searchCondition(this.db, 'users', words, 1);
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE deleted_at IS NULL AND ${match.sql}
-       ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`,
-      [match.value],
-    );
+    const rows = await searchRows<UserRow>(this.db, 'users', USER_COLUMNS, words, limit);
     return rows.map(userFromRow);
   }
 
