@@ -202,7 +202,7 @@ function vocabulary(size: number): string[] {
   });
 }
 
-const SEED_MB = Number(process.env.SEARCH_SEED_MB ?? 20);
+const SEED_MB = Number(process.env.SEARCH_SEED_MB ?? 40);
 const POST_BYTES = 2000;
 
 describe(`GraphQL search over ${SEED_MB} MB of posts`, () => {
@@ -294,11 +294,12 @@ describe(`GraphQL search over ${SEED_MB} MB of posts`, () => {
     const each = probe.body.extensions!.cost!.requested;
     const n = Math.floor(1000 / each);
     expect(n).toBeGreaterThanOrEqual(1);
-    // the most common one-letter prefixes: nearly every post matches each of them
+    // the most expensive terms: one-letter prefixes (nearly every post matches: the most index
+    // entries to read and sort) and words no post contains (a scan of everything without an index)
+    const terms = (i: number) => (i % 2 === 0 ? 'abcdefghijklmnopqrstuvwxyz'[i % 26] : `zx${i}qv`);
     const aliases = Array.from(
       { length: n },
-      (_, i) =>
-        `s${i}: search(term: "${'abcdefghijklmnopqrstuvwxyz'[i % 26]}", first: 100) { __typename }`,
+      (_, i) => `s${i}: search(term: "${terms(i)}", first: 100) { __typename }`,
     );
     const query = `{ ${aliases.join(' ')} }`;
     const started = performance.now();
@@ -319,12 +320,13 @@ describe(`GraphQL search over ${SEED_MB} MB of posts`, () => {
     expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
     expect(res.body.extensions!.cost!.requested).toBeLessThanOrEqual(1000);
     expect(res.body.data.s0).toHaveLength(100);
-    // generous bounds for a shared machine: substring scans of these posts took many seconds
-    expect(ms, `the search request took ${Math.round(ms)} ms`).toBeLessThan(3000);
+    // generous bounds for a shared machine (this takes ~0.2 s here): the substring scans that search
+    // used to make took ~5 s for this request, and blocked every other client meanwhile
+    expect(ms, `the search request took ${Math.round(ms)} ms`).toBeLessThan(2000);
     expect(
       Math.max(...simple),
       `simple requests: ${simple.map(Math.round).join(', ')} ms`,
-    ).toBeLessThan(2000);
+    ).toBeLessThan(1500);
   });
 
   it('uses the search index on this database (EXPLAIN)', async () => {
