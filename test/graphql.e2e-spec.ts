@@ -378,7 +378,7 @@ describe('GraphQL API (/graphql)', () => {
       expect(sdl).toMatch(
         /content: String! @cost\(complexity: 20\) @deprecated\(reason: "Use `body`\."\)/,
       );
-      expect(sdl).toMatch(/@cost\(complexity: 10\)/);
+      expect(sdl).toMatch(/@cost\(complexity: 100\)/);
       expect(sdl).toMatch(
         /type User implements Node @auth\(scopes: \["users:read"\]\) @cacheControl\(maxAge: 30\)/,
       );
