@@ -97,6 +97,17 @@ describe('GraphQL search: index-backed word prefixes', () => {
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(await ids(`${k} unfin`)).toEqual([]);
     expect(await ids(`${k} polish draft`)).toEqual([id]);
+    // an edit keeps the post's place: still newest first by creation
+    const newer = await post(`Newer draft ${k}`, 'polished too');
+    expect(await ids(`${k} polish`)).toEqual([newer, id]);
+    const again = (await alice.client.get(`/api/v1/posts/${id}`)).headers.get('etag')!;
+    await alice.client.patch(
+      `/api/v1/posts/${id}`,
+      { title: `Draft ${k} polished` },
+      { headers: { 'if-match': again } },
+    );
+    expect(await ids(`${k} polish`)).toEqual([newer, id]);
+    expect((await alice.client.delete(`/api/v1/posts/${newer}`)).status).toBe(204);
     expect((await alice.client.delete(`/api/v1/posts/${id}`)).status).toBe(204);
     expect(await ids(`${k} polish`)).toEqual([]);
 
@@ -356,6 +367,7 @@ describe(`GraphQL search over ${SEED_MB} MB of posts`, () => {
         expect(plan, plan).toMatch(/SCAN (posts|users)_fts VIRTUAL TABLE INDEX/);
         expect(plan, plan).toMatch(/SEARCH (posts|users) USING INDEX/);
         expect(plan, plan).not.toMatch(/SCAN (posts|users)( |$)/m);
+        expect(plan, plan).not.toMatch(/USE TEMP B-TREE/); // read newest first, no sort
       }
     }
   });
