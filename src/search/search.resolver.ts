@@ -48,7 +48,7 @@ export class SearchResolver {
     first: number,
   ): Promise<(User | Post)[]> {
     const trimmed = term.trim();
-    const words = searchWords(trimmed);
+    const words = trimmed.length <= 100 ? searchWords(trimmed) : [];
     const details = [];
     if (trimmed.length < 1 || trimmed.length > 100) {
       details.push({ field: 'term', message: 'term must be 1 to 100 characters' });
