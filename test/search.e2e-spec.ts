@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/common/ids.js';
+import { SearchIndex1764300000019 } from '../src/database/migrations/1764300000019-search-index.js';
 import { codes, gql, sqlCounter } from './graphql-client.js';
 import {
   ADMIN_EMAIL,
@@ -193,6 +194,41 @@ describe('GraphQL search: index-backed word prefixes', () => {
       expect(sql.statements.filter((s) => /_fts|@@/.test(s))).toEqual([]);
     } finally {
       sql.restore();
+    }
+  });
+});
+
+describe('the search index migration', () => {
+  let t: TestApp;
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('indexes the rows that exist when it runs, live ones only, and comes down cleanly', async () => {
+    t = await startApp();
+    const admin = { bearer: await tokenFor(t.url, ADMIN_EMAIL, ADMIN_PASSWORD) };
+    const ds = t.app.get(DataSource);
+    const migration = new SearchIndex1764300000019();
+    const runner = ds.createQueryRunner();
+    try {
+      await migration.down(runner);
+      // rows written while there is no index (as before the migration)
+      const k = word();
+      const alice = await createUser(t.url, { name: `Alice Before ${k}` });
+      const first = await alice.client.post('/api/v1/posts', { title: `Older ${k}`, body: 'x' });
+      const second = await alice.client.post('/api/v1/posts', { title: `Newer ${k}`, body: 'y' });
+      const gone = await alice.client.post('/api/v1/posts', { title: `Deleted ${k}`, body: 'z' });
+      expect((await alice.client.delete(`/api/v1/posts/${gone.body.data.id}`)).status).toBe(204);
+      await migration.up(runner);
+      const res = await gql(t.url, SEARCH, { auth: admin, variables: { term: k } });
+      expect(res.body.errors).toBeUndefined();
+      expect(res.body.data.search.map((r: { id: string }) => r.id)).toEqual([
+        second.body.data.id,
+        first.body.data.id,
+        alice.id,
+      ]);
+    } finally {
+      await runner.release();
     }
   });
 });
