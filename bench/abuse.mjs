@@ -12,6 +12,15 @@
 //   batch arrays       4 loops POSTing arrays of 1000 operations to /graphql
 //   alias floods       4 loops POSTing 2000 aliases of `me { id }`
 //   all at once        every abuse above together
+// and then, with BENCH_ABUSE_SEARCH_MB (40) MB of posts written straight into the SQLite file:
+//   search             the costliest `search` request the cost limit allows (10 aliases, one-letter
+//                      prefixes and words no post holds, first: 100, 1000 points): once every 6 s
+//                      (what GRAPHQL_COST_BUDGET lets one identity send), then 4 loops flat out
+//   introspection      one anonymous address at the pace the default limits allow it (300 requests
+//                      and 10 000 points a minute): the 10 KB document of 20 aliased `__schema`
+//                      copies (refused by cost) and, within its points, 3 copies with fresh alias
+//                      names (never cached), over HTTP, then over an anonymous WebSocket; then 4
+//                      anonymous loops of the standard introspection query flat out (cached)
 // The good client (another identity) sends, in turn, `GET /api/v1/users/:id` and the GraphQL query
 // `{ me { id name } }`, one at a time, 10 ms apart; it fails the run on any answer but 200. Prints per
 // phase the abusive requests sent and how they were answered, the good client's p50/p99/max for each
@@ -20,17 +29,21 @@
 //   npm run bench -- --abuse                 (builds if needed)
 //   npm run build && node bench/abuse.mjs
 //   BENCH_ABUSE_PHASES=flood node bench/abuse.mjs     # only the phases whose name has "flood"
+//   BENCH_ABUSE_PHASES=search,introspection node bench/abuse.mjs   # several, comma-separated
 import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { getIntrospectionQuery } from 'graphql';
 import WebSocket from 'ws';
 import { cpuMs, post, quantiles, startBuiltApp, timedMeQuery } from './plumbing.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS ?? 8);
 const SLOW = Number(process.env.BENCH_ABUSE_SLOW ?? 500);
+const SEARCH_MB = Number(process.env.BENCH_ABUSE_SEARCH_MB ?? 40);
 const LOOPS = 4;
 const ADMIN_EMAIL = 'bench-admin@example.com';
 const ADMIN_PASSWORD = 'bench-password-123';
@@ -95,16 +108,37 @@ async function main() {
     'graphql alias floods (2000 aliases)': () =>
       loops(() => graphql(app, abusers.batch.token, { query: ALIASES })),
   };
+  const anonymousPaced = (ws) => () => pacedIntrospection(app, ws);
   const phases = [
     ['baseline (no abuse)', () => idle()],
     ...Object.entries(ABUSE),
     ['all at once', () => together(Object.values(ABUSE).map((start) => start()))],
+    [
+      `search x10 (${SEARCH_MB} MB of posts), paced`,
+      () => paced(6000, () => graphql(app, abusers.batch.token, { query: MAX_SEARCH })),
+    ],
+    [
+      `search x10 (${SEARCH_MB} MB of posts), flat out`,
+      () => loops(() => graphql(app, abusers.batch.token, { query: MAX_SEARCH })),
+    ],
+    ['introspection anon HTTP, paced', anonymousPaced(false)],
+    ['introspection anon WS, paced', anonymousPaced(true)],
+    [
+      'introspection anon HTTP, flat out',
+      () => loops(() => graphql(app, undefined, { query: STANDARD_INTROSPECTION })),
+    ],
   ];
+  let seeded = false;
   const only = process.env.BENCH_ABUSE_PHASES;
   const rows = [];
   for (const [name, start] of phases.filter(
-    ([n]) => !only || n.includes(only) || n.startsWith('baseline'),
+    ([n]) => !only || only.split(',').some((o) => n.includes(o)) || n.startsWith('baseline'),
   )) {
+    if (name.startsWith('search') && !seeded) {
+      seeded = true;
+      console.error(`[abuse] writing ${SEARCH_MB} MB of posts...`);
+      await seedPosts(started.dbPath, abusers.batch.id, SEARCH_MB);
+    }
     const cpu0 = cpuMs(proc.pid);
     const abuse = start();
     const latencies = await goodClient(app, good);
@@ -133,8 +167,10 @@ async function main() {
       'max'.padStart(7),
       'good n'.padStart(7),
       'app CPU'.padStart(8),
+      'p50 x idle'.padStart(11),
     ].join(' '),
   );
+  const idleRow = rows[0];
   const ms = (v) => `${v.toFixed(1)}`;
   for (const r of rows) {
     console.log(
@@ -150,10 +186,15 @@ async function main() {
         ms(r.gql.max).padStart(7),
         String(r.rest.n + r.gql.n).padStart(7),
         `${Math.round(r.cpu * 100)}%`.padStart(8),
+        `${(r.rest.p50 / idleRow.rest.p50).toFixed(1)}/${(r.gql.p50 / idleRow.gql.p50).toFixed(1)}`.padStart(
+          11,
+        ),
       ].join(' '),
     );
   }
-  console.log('\nlatencies in ms; the good client got only 200s in every phase');
+  console.log(
+    '\nlatencies in ms; p50 x idle: REST/GraphQL median over the baseline median; the good client got only 200s in every phase',
+  );
 }
 
 // ---- the well-behaved client ------------------------------------------------------------------------
@@ -384,12 +425,173 @@ const ALIASES = `{ ${Array.from({ length: 2000 }, (_, i) => `a${i}: me { id }`).
 async function graphql(app, token, body) {
   const res = await fetch(`${app}/graphql`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      'content-type': 'application/json',
+    },
     body: JSON.stringify(body),
   });
   const json = await res.json().catch(() => undefined);
   const first = Array.isArray(json) ? json[0] : json;
   return `${res.status}:${first?.errors?.[0]?.extensions?.code ?? 'data'}`;
+}
+
+// ---- search and introspection ----------------------------------------------------------------------
+
+/** 10 searches of cost 100: every other one a one-letter prefix, the others words no post holds. */
+const MAX_SEARCH = `{ ${Array.from(
+  { length: 10 },
+  (_, i) =>
+    `s${i}: search(term: "${i % 2 ? `zx${i}qv` : 'abcdefghij'[i]}", first: 100) { __typename }`,
+).join(' ')} }`;
+
+const STANDARD_INTROSPECTION = getIntrospectionQuery({ descriptions: true });
+const FULL_TYPE = `types { name kind description fields(includeDeprecated: true) { name description
+  args { name description type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }
+  defaultValue } type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind
+  name } } } } } isDeprecated deprecationReason } inputFields { name type { kind name ofType { kind name
+  } } } interfaces { name } enumValues(includeDeprecated: true) { name description } possibleTypes { name } }`;
+let fresh = 0;
+/** `n` copies of the schema's types under alias names not sent before (no cache can answer). */
+const aliasedSchema = (n) =>
+  `{ ${Array.from({ length: n }, () => `c${++fresh}: __schema { ${FULL_TYPE} }`).join(' ')} }`;
+
+/** `once` every `ms` milliseconds (measured from one start to the next). */
+function paced(ms, once) {
+  const t = tally();
+  let running = true;
+  let wake;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      t.count(await once().catch((err) => `fail:${err.message}`));
+      await new Promise((r) => {
+        wake = r;
+        setTimeout(r, Math.max(0, ms - (performance.now() - t0)));
+      });
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      wake?.();
+      await loop;
+      return t.report();
+    },
+  };
+}
+
+/**
+ * One anonymous address sending what the default limits let it send (RATE_LIMIT 300 and
+ * GRAPHQL_COST_BUDGET 10 000 per minute): the 20-copy document 5 times a second (refused by cost,
+ * so only its request counts), and every 6 s (1 000 points) a 3-copy document that is new each time.
+ * Over HTTP, or one anonymous graphql-ws socket.
+ */
+function pacedIntrospection(app, overSocket) {
+  const t = tally();
+  let running = true;
+  const socket = overSocket ? anonymousSocket(app) : undefined;
+  const send = async (query) => {
+    if (!socket) {
+      return graphql(app, undefined, { query });
+    }
+    return (await socket).run(query);
+  };
+  const loop = (async () => {
+    let sent = 0;
+    while (running) {
+      const t0 = performance.now();
+      const query = sent % 30 === 0 ? aliasedSchema(3) : aliasedSchema(20);
+      sent++;
+      t.count(await send(query).catch((err) => `fail:${err.message}`));
+      await sleep(Math.max(0, 200 - (performance.now() - t0)));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      (await socket)?.ws.close();
+      return t.report();
+    },
+  };
+}
+
+/** An anonymous graphql-ws socket that runs one operation at a time: `run(query)` -> outcome label. */
+async function anonymousSocket(app) {
+  const ws = new WebSocket(`${app.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+  let pending;
+  let next = 0;
+  await new Promise((resolveAck, reject) => {
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+    ws.on('message', (data) => {
+      const msg = JSON.parse(data.toString('utf8'));
+      if (msg.type === 'connection_ack') {
+        resolveAck();
+      } else if (msg.type === 'next' || msg.type === 'error') {
+        const errors = msg.type === 'error' ? msg.payload : msg.payload.errors;
+        pending?.(`ws:${errors?.[0]?.extensions?.code ?? 'data'}`);
+      }
+    });
+    ws.on('close', (code) => reject(new Error(`closed ${code}`)));
+    ws.on('error', () => undefined);
+  });
+  return {
+    ws,
+    run: (query) =>
+      new Promise((resolveRun) => {
+        pending = resolveRun;
+        ws.send(JSON.stringify({ id: String(++next), type: 'subscribe', payload: { query } }));
+      }),
+  };
+}
+
+/** Words made up from a fixed seed, for post text (the same vocabulary as test/search.e2e-spec.ts). */
+function vocabulary(size) {
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  return Array.from({ length: size }, (_, i) => {
+    let w = '';
+    for (
+      let x = i * 7919 + 17, len = 3 + (i % 8);
+      w.length < len;
+      x = Math.floor(x / 26) + i * 31
+    ) {
+      w += letters[x % 26];
+    }
+    return w;
+  });
+}
+
+/** `mb` MB of 2 KB posts by `authorId`, inserted into the app's SQLite file (its triggers index them). */
+async function seedPosts(dbPath, authorId, mb) {
+  const { newId } = await import(resolve(ROOT, 'dist/common/ids.js'));
+  const words = vocabulary(5000);
+  let seed = 1;
+  const text = (bytes) => {
+    const out = [];
+    for (let n = 0; n < bytes; ) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      const w = words[seed % words.length];
+      out.push(w);
+      n += w.length + 1;
+    }
+    return out.join(' ');
+  };
+  const db = new Database(dbPath);
+  db.pragma('busy_timeout = 10000');
+  const insert = db.prepare(
+    `INSERT INTO posts (id, author_id, title, body, created_at, updated_at, deleted_at)
+     VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+  );
+  const base = Date.parse('2021-01-01T00:00:00.000Z');
+  const count = Math.ceil((mb * 1024 * 1024) / 2000);
+  db.transaction(() => {
+    for (let i = 0; i < count; i++) {
+      const ts = new Date(base + i * 1000).toISOString();
+      insert.run(newId('post'), authorId, text(60), text(2000), ts, ts);
+    }
+  })();
+  db.close();
 }
 
 // ---- plumbing ---------------------------------------------------------------------------------------

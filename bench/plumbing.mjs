@@ -70,13 +70,14 @@ export function cpuMs(pid) {
  * port of 127.0.0.1: NODE_ENV=production, a fresh SQLite file in a temporary directory
  * (`atrium-<name>-*`), LOG_LEVEL=warn, the boot admin `admin` ({ email, password }), request rate
  * limits that load cannot exhaust and no Redis, with `env` on top. Resolves once `GET /health/ready`
- * answers 200, to `{ url, proc, stop }`: `stop()` ends the app and removes the directory (it is also
- * called when the app does not become ready).
+ * answers 200, to `{ url, proc, stop, dbPath }`: `stop()` ends the app and removes the directory (it
+ * is also called when the app does not become ready); `dbPath` is the SQLite file.
  */
 export async function startBuiltApp({ root, name, admin, env = {} }) {
   const mainJs = join(root, 'dist', 'main.js');
   readFileSync(mainJs); // throws with a clear path when not built
   const workDir = mkdtempSync(join(tmpdir(), `atrium-${name}-`));
+  const dbPath = join(workDir, 'bench.sqlite');
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const appEnv = {
@@ -85,7 +86,7 @@ export async function startBuiltApp({ root, name, admin, env = {} }) {
     PORT: String(port),
     HOST: '127.0.0.1',
     PUBLIC_URL: url,
-    DATABASE_URL: `sqlite:${join(workDir, 'bench.sqlite')}`,
+    DATABASE_URL: `sqlite:${dbPath}`,
     LOG_LEVEL: 'warn',
     ADMIN_EMAIL: admin.email,
     ADMIN_PASSWORD: admin.password,
@@ -109,7 +110,7 @@ export async function startBuiltApp({ root, name, admin, env = {} }) {
     stop();
     throw err;
   }
-  return { url, proc, stop };
+  return { url, proc, stop, dbPath };
 }
 
 /** p50, p99 and max of latencies (sorts `values` in place), and how many there are. */

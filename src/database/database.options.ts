@@ -11,6 +11,7 @@ import { SLOW_QUERY_MS, TypeOrmLogger } from './typeorm-logger.js';
 import { ListCounts1764000000000 } from './migrations/1764000000000-list-counts.js';
 import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexes.js';
 import { IdempotencyKeys1764100000000 } from './migrations/1764100000000-idempotency-keys.js';
+import { SearchIndex1764300000019 } from './migrations/1764300000019-search-index.js';
 import { IdempotencyCallerRights1764300000024 } from './migrations/1764300000024-idempotency-caller-rights.js';
 
 export const MIGRATIONS = [
@@ -21,6 +22,7 @@ export const MIGRATIONS = [
   ListCounts1764000000000,
   ListIndexes1764000000001,
   IdempotencyKeys1764100000000,
+  SearchIndex1764300000019,
   IdempotencyCallerRights1764300000024,
 ];
 

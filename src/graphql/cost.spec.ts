@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { buildSchema, parse } from 'graphql';
+import { buildSchema, getIntrospectionQuery, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { MAX_QUERY_COST, operationCost } from './cost.js';
 import { parseDateTime } from './scalars/date-time.scalar.js';
@@ -79,8 +79,41 @@ describe('operationCost (docs/graphql.md "Limits")', () => {
     expect(operationCost(schema, doc, { n: 2 }, undefined)).toBe(5);
   });
 
-  it('leaves introspection free', () => {
-    expect(cost('{ __schema { types { name fields { name } } } }')).toBe(0);
+  it('charges introspection a tenth of a point per field, its lists as long as the schema holds', () => {
+    const types = Object.keys(schema.getTypeMap()).length;
+    expect(cost('{ __schema { types { name } } }')).toBe(Math.ceil((1 + 1 + types * 1) / 10));
+    // aliases pay again; deeper ofType nesting costs more (less per level: most chains end early)
+    const one = cost('{ __schema { types { name fields { name } } } }');
+    expect(
+      cost(
+        '{ a: __schema { types { name fields { name } } } b: __schema { types { name fields { name } } } }',
+      ),
+    ).toBeGreaterThanOrEqual(2 * one - 1);
+    const shallow = cost('{ __type(name: "User") { fields { type { name } } } }');
+    const deep = cost(
+      '{ __type(name: "User") { fields { type { name ofType { name ofType { name ofType { name } } } } } } }',
+    );
+    expect(deep).toBeGreaterThan(shallow);
+    expect(cost('{ __typename }')).toBe(0);
+  });
+
+  it('keeps the standard introspection query within the limit, and refuses it repeated', () => {
+    for (const descriptions of [true, false]) {
+      const standard = getIntrospectionQuery({
+        descriptions,
+        specifiedByUrl: true,
+        directiveIsRepeatable: true,
+        schemaDescription: true,
+        inputValueDeprecation: true,
+      });
+      const c = cost(standard);
+      expect(c).toBeGreaterThan(10);
+      expect(c).toBeLessThan(MAX_QUERY_COST / 2);
+    }
+    const body =
+      '{ types { name kind fields { name args { name } type { name ofType { name } } } } }';
+    const aliases = Array.from({ length: 40 }, (_, i) => `s${i}: __schema ${body}`).join(' ');
+    expect(cost(`{ ${aliases} }`)).toBeGreaterThan(40 * cost(`{ __schema ${body} }`) - 40);
   });
 
   it('throws a GraphQLError for variables that do not coerce', () => {

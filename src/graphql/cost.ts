@@ -15,12 +15,20 @@ import {
   type GraphQLField,
   type GraphQLNamedType,
   type GraphQLSchema,
+  type GraphQLType,
   type InlineFragmentNode,
   type SelectionSetNode,
   type FragmentSpreadNode,
   getArgumentValues,
   getDirectiveValues,
   getVariableValues,
+  isAbstractType,
+  isEnumType,
+  isInputObjectType,
+  isInterfaceType,
+  isObjectType,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
 } from 'graphql';
 import { DEFAULT_LIMIT } from '../common/list-query.js';
 
@@ -66,6 +74,74 @@ function fieldInfo(parent: GraphQLNamedType, field: GraphQLField<unknown, unknow
     infoCache.set(field, info);
   }
   return info;
+}
+
+/**
+ * Introspection fields are read from the schema in memory, with no resolver or database behind them:
+ * this many of them make one point. Their lists and `ofType` count as many items as the schema
+ * holds on average (introspectionSizes), so an operation pays for about the size of its answer: the
+ * standard introspection query (any options of graphql-js `getIntrospectionQuery`) costs a few
+ * hundred points, and as much again for each repetition of it under another alias.
+ */
+export const INTROSPECTION_FIELDS_PER_POINT = 10;
+
+/** Per schema: how many items an introspection field holds on average (`__Type.fields`...). */
+const introspectionSizeCache = new WeakMap<GraphQLSchema, Map<string, number>>();
+
+function wrappersOf(type: GraphQLType): number {
+  return 'ofType' in type ? 1 + wrappersOf(type.ofType) : 0;
+}
+
+/**
+ * The expected length of each introspection list over the schema's types (a scalar's `fields` is
+ * null: the average is over every type, as `__schema { types { fields } }` reads them), and for
+ * `ofType` the share of type references that wrap another (`[Post!]!` is 3 wrappers deep).
+ */
+function introspectionSizes(schema: GraphQLSchema): Map<string, number> {
+  let sizes = introspectionSizeCache.get(schema);
+  if (!sizes) {
+    const types = Object.values(schema.getTypeMap());
+    const withFields = types.filter((t) => isObjectType(t) || isInterfaceType(t));
+    const fields = withFields.flatMap((t) => Object.values(t.getFields()));
+    const inputFields = types
+      .filter(isInputObjectType)
+      .flatMap((t) => Object.values(t.getFields()));
+    const directives = schema.getDirectives();
+    const args = [...fields, ...directives].flatMap((f) => f.args);
+    const refs = [...fields, ...inputFields, ...args].map((f) => wrappersOf(f.type));
+    const wrappers = refs.reduce((a, b) => a + b, 0);
+    const perType = (n: number) => n / Math.max(1, types.length);
+    sizes = new Map([
+      ['__Schema.types', types.length],
+      ['__Schema.directives', directives.length],
+      ['__Type.fields', perType(fields.length)],
+      ['__Type.interfaces', perType(withFields.reduce((n, t) => n + t.getInterfaces().length, 0))],
+      [
+        '__Type.possibleTypes',
+        perType(
+          types.filter(isAbstractType).reduce((n, t) => n + schema.getPossibleTypes(t).length, 0),
+        ),
+      ],
+      [
+        '__Type.enumValues',
+        perType(types.filter(isEnumType).reduce((n, t) => n + t.getValues().length, 0)),
+      ],
+      ['__Type.inputFields', perType(inputFields.length)],
+      ['__Type.ofType', wrappers / Math.max(1, wrappers + refs.length)],
+      [
+        '__Field.args',
+        fields.length ? fields.reduce((n, f) => n + f.args.length, 0) / fields.length : 0,
+      ],
+      [
+        '__Directive.args',
+        directives.length
+          ? directives.reduce((n, d) => n + d.args.length, 0) / directives.length
+          : 0,
+      ],
+    ]);
+    introspectionSizeCache.set(schema, sizes);
+  }
+  return sizes;
 }
 
 function pageSize(args: Record<string, unknown>): number {
@@ -149,15 +225,24 @@ class CostWalker {
     if (!('getFields' in parent)) {
       return 0; // __typename on a union
     }
-    const field = (parent.getFields() as Record<string, GraphQLField<unknown, unknown>>)[
-      node.name.value
-    ];
+    const name = node.name.value;
+    const field =
+      parent === this.schema.getQueryType() && (name === '__schema' || name === '__type')
+        ? name === '__schema'
+          ? SchemaMetaFieldDef
+          : TypeMetaFieldDef
+        : (parent.getFields() as Record<string, GraphQLField<unknown, unknown>>)[name];
     if (!field) {
       return 0; // __typename, or unknown (a validation error)
     }
     const info = fieldInfo(parent, field);
     if (info.introspection) {
-      return 0; // bounded by the depth rule, the document limits and the introspection switch
+      const own = 1 / INTROSPECTION_FIELDS_PER_POINT;
+      if (!node.selectionSet) {
+        return own;
+      }
+      const n = introspectionSizes(this.schema).get(`${parent.name}.${name}`) ?? 1;
+      return own + n * this.selectionCost(node.selectionSet, getNamedType(field.type));
     }
     if (!node.selectionSet) {
       return info.own;
@@ -176,7 +261,9 @@ class CostWalker {
  * The cost of one operation (docs/graphql.md "Limits"): 1 per field, scalars included; `@cost`
  * replaces a field's own cost (large text fields cost more); a list or paginated field multiplies
  * its selection by first/last (default 20); a connection multiplies only its `edges`/`nodes`.
- * Introspection is free. Throws a GraphQLError when the variables do not coerce.
+ * Introspection fields count a tenth of a point each, their lists as long as the schema's on
+ * average (INTROSPECTION_FIELDS_PER_POINT); the total is rounded up. Throws a GraphQLError when the
+ * variables do not coerce.
  */
 export function computeCost(
   schema: GraphQLSchema,
@@ -204,10 +291,12 @@ export function computeCost(
       fragments.set(def.name.value, def);
     }
   }
-  return new CostWalker(schema, fragments, coerced.coerced).selectionCost(
+  const total = new CostWalker(schema, fragments, coerced.coerced).selectionCost(
     operation.selectionSet,
     root,
   );
+  // tenths of a point add up with rounding errors: 0.30000000000000004 is 1 point, not 2
+  return Math.ceil(Math.round(total * 1000) / 1000);
 }
 
 /**

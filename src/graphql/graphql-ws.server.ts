@@ -47,6 +47,7 @@ import { CLOSE_CREDENTIALS_LAPSED, SocketCaller } from './current-rights.js';
 import { depthLimitRule } from './depth-limit.rule.js';
 import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
+import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
@@ -90,6 +91,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly documents = new Map<string, DocumentNode | readonly GraphQLError[]>();
   /** The socket an operation's context belongs to (for per-event charges). */
   private readonly socketOf = new WeakMap<object, SocketRef>();
+  /** The text of an introspection-only query, per its context: answered from the cache. */
+  private readonly introspectionOf = new WeakMap<object, string>();
   /** The operation an operation's context belongs to (metrics of the subscribe step). */
   private readonly operationOf = new WeakMap<object, WsOperation>();
   private readonly telemetry: WsTelemetry;
@@ -179,6 +182,18 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           return answer;
         },
         subscribe: (args) => this.subscribeCharged(args),
+        execute: (args) => {
+          const source = this.introspectionOf.get(args.contextValue as object);
+          return source === undefined
+            ? execute(args)
+            : introspectionResult(
+                args.schema,
+                args.document,
+                source,
+                args.operationName,
+                args.variableValues,
+              );
+        },
         onError: (ctx, id, _payload, errors) => {
           this.telemetry.failed(ctx.extra, id, errors);
           return errors.map((e) => this.format(e));
@@ -269,6 +284,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     contextValue.cost = { requested, limit };
     this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
     this.operationOf.set(contextValue, op);
+    if (isIntrospectionQuery(document, operation)) {
+      this.introspectionOf.set(contextValue, payload.query);
+    }
     return {
       schema,
       document,

@@ -1,14 +1,18 @@
-import type {
-  ApolloServerPlugin,
-  GraphQLRequestContextDidResolveOperation,
-  GraphQLRequestContextWillSendResponse,
-  GraphQLRequestListener,
+import {
+  HeaderMap,
+  type ApolloServerPlugin,
+  type GraphQLRequestContextDidResolveOperation,
+  type GraphQLRequestContextResponseForOperation,
+  type GraphQLRequestContextWillSendResponse,
+  type GraphQLRequestListener,
+  type GraphQLResponse,
 } from '@apollo/server';
 import { GraphQLError, OperationTypeNode } from 'graphql';
 import { operationCachePolicy } from './cache-policy.js';
 import type { GqlContext } from './context.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { formatGraphqlError } from './format-error.js';
+import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
 import { wantsGraphqlResponseJson } from './media-type.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
 import { jsonSizeOf, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
@@ -52,6 +56,9 @@ function subscriptionOverHttp(): GraphQLError {
  * `didResolveOperation`, which Apollo runs after this one, and may add members to it; every member
  * of `context.cost` is reported in `extensions.cost`.
  *
+ * Introspection-only queries are not executed again: their answer comes from a per-schema cache
+ * (introspection-cache.ts), charged like any other answer.
+ *
  * After execution: an answer over MAX_RESPONSE_BYTES is replaced by one error (large text fields
  * already stop resolving once they alone pass it: response-size.ts), and `Cache-Control` comes from
  * the operation's `@cacheControl` hints (cache-policy.ts): `max-age=N, private` for the most
@@ -87,6 +94,30 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
         if (requested > MAX_QUERY_COST) {
           throw withStatus(tooComplex(requested), strict ? 400 : 200);
         }
+      },
+
+      // introspection-only queries are answered from the per-schema cache (introspection-cache.ts),
+      // after the checks above and the rate-limit plugin's charges
+      async responseForOperation(
+        rc: GraphQLRequestContextResponseForOperation<GqlContext>,
+      ): Promise<GraphQLResponse | null> {
+        if (!isIntrospectionQuery(rc.document, rc.operation)) {
+          return null;
+        }
+        const result = introspectionResult(
+          rc.schema,
+          rc.document,
+          rc.source,
+          rc.operationName,
+          rc.request.variables,
+        );
+        if (result.errors) {
+          return null; // not kept: Apollo executes it again and formats its errors
+        }
+        return {
+          http: { status: undefined, headers: new HeaderMap() },
+          body: { kind: 'single', singleResult: { data: result.data } },
+        };
       },
 
       async willSendResponse(rc: GraphQLRequestContextWillSendResponse<GqlContext>) {

@@ -15,7 +15,7 @@ import { CountersRepository, CountKeys } from '../database/counters.repository.j
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
-import { likePattern } from '../users/users.service.js';
+import { searchRows } from '../search/search-query.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';
@@ -211,15 +211,10 @@ export class PostsService {
     return new Set(rows.map((r) => r.author_id));
   }
 
-  /** Title/body search (case-insensitive substring), newest first. */
-  async search(caller: MaybeCaller, term: string, limit: number): Promise<Post[]> {
+  /** Posts whose title and body words start with every one of `words` (search-query.ts), newest first. */
+  async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<Post[]> {
     requireRead(caller);
-    const rows = await this.db.query<PostRow>(
-      `SELECT ${POST_COLUMNS} FROM posts WHERE deleted_at IS NULL
-         AND (LOWER(title) LIKE ${this.db.p(1)} ESCAPE '\\' OR LOWER(body) LIKE ${this.db.p(2)} ESCAPE '\\')
-       ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`,
-      [likePattern(term), likePattern(term)],
-    );
+    const rows = await searchRows<PostRow>(this.db, 'posts', POST_COLUMNS, words, limit);
     return rows.map(postFromRow);
   }
 

@@ -20,6 +20,7 @@ import { DatabaseService, type TxContext } from '../database/database.service.js
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
+import { searchRows } from '../search/search-query.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -204,14 +205,10 @@ export class UsersService {
     return rows.map(userFromRow);
   }
 
-  /** Name search (case-insensitive substring), newest first. */
-  async search(caller: MaybeCaller, term: string, limit: number): Promise<User[]> {
+  /** Users whose name words start with every one of `words` (search-query.ts), newest first. */
+  async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<User[]> {
     this.requireRead(caller);
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE deleted_at IS NULL AND LOWER(name) LIKE ${this.db.p(1)} ESCAPE '\\'
-       ORDER BY created_at DESC, id DESC LIMIT ${Math.trunc(limit)}`,
-      [likePattern(term)],
-    );
+    const rows = await searchRows<UserRow>(this.db, 'users', USER_COLUMNS, words, limit);
     return rows.map(userFromRow);
   }
 
@@ -560,11 +557,6 @@ export class UsersService {
 function laterThan(previous: string): string {
   const now = nowIso();
   return now > previous ? now : new Date(Date.parse(previous) + 1).toISOString();
-}
-
-/** `%term%` for LIKE with `\\` as the escape character (the term's own % and _ match literally). */
-export function likePattern(term: string): string {
-  return `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** A batch operation that names a role: it may demote an ADMIN. */
