@@ -12,6 +12,7 @@ import {
   type TestApp,
 } from './helpers/app.js';
 import { createUser, tokenFor, type CreatedUser } from './helpers/factories.js';
+import { analyzeTables } from './helpers/seed.js';
 import type { Credentials } from './helpers/http.js';
 
 /** A word no other test data contains (letters only: digits would be words of their own). */
@@ -318,7 +319,7 @@ describe(`GraphQL search over ${SEED_MB} MB of posts`, () => {
         );
       }
     });
-    await ds.query('ANALYZE');
+    await analyzeTables(ds);
     const logger = ds.logger;
     const original = logger.logQuery.bind(logger);
     logger.logQuery = (query, parameters, runner) => {
