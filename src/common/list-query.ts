@@ -54,7 +54,7 @@ function positiveInt(
   if (raw === undefined) {
     return undefined;
   }
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+  if (typeof raw !== 'string' || !/^\d{1,10}$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
     details.push({ field: name, message: `${name} must be an integer from 1 to ${max}` });
     return undefined;
   }
