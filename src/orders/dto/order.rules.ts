@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { CURRENCY_CODES } from '../currencies.js';
 import { ORDER_STATUSES } from '../order.js';
 
 /**
@@ -15,8 +16,7 @@ export const MAX_UNIT_PRICE_CENTS = 100_000_000;
 /** An order's total must fit GraphQL's Int (32-bit): 21 474 836.47 in a 2-decimal currency. */
 export const MAX_TOTAL_CENTS = 2_147_483_647;
 
-/** ISO 4217 codes this runtime knows (ICU); a well-formed but unknown code such as `ABC` is refused. */
-const CURRENCY_CODES: readonly string[] = Intl.supportedValuesOf('currency');
+/** A well-formed but unknown code such as `ABC` is refused. */
 const CURRENCIES: ReadonlySet<string> = new Set(CURRENCY_CODES);
 
 const upper = ({ value }: { value: unknown }) =>
