@@ -1,13 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../src/common/errors.js';
 import { startApp, type TestApp } from './helpers/app.js';
-import { request } from './helpers/http.js';
+import { adminClient } from './helpers/factories.js';
+import { request, type Client } from './helpers/http.js';
 import { checkResponse } from './helpers/openapi.js';
+
+interface Schema {
+  $ref?: string;
+  type?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean;
+  items?: Schema;
+  minItems?: number;
+  pattern?: string;
+  enum?: unknown[];
+  allOf?: Schema[];
+  oneOf?: Schema[];
+}
 
 interface Operation {
   summary?: string;
   tags?: string[];
-  parameters?: { name: string; in: string }[];
+  parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
+  requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<
     string,
     {
@@ -33,13 +49,42 @@ describe('OpenAPI document (/api/docs-json)', () => {
   let t: TestApp;
   let doc: {
     paths: Record<string, Record<string, Operation>>;
-    components: { schemas: Record<string, { properties?: Record<string, { enum?: string[] }> }> };
+    components: { schemas: Record<string, Schema> };
   };
+  let admin: Client;
 
   beforeAll(async () => {
     t = await startApp();
     doc = (await request(t.url, '/api/docs-json')).body;
+    admin = await adminClient(t.url);
   });
+
+  /** The schema itself, following a `$ref` (or the single `allOf` nestjs/swagger wraps one in). */
+  function resolve(schema: Schema): Schema {
+    if (schema.$ref) {
+      return resolve(doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]);
+    }
+    return schema.allOf?.length === 1 && !schema.properties ? resolve(schema.allOf[0]) : schema;
+  }
+
+  /** Every operation with its method, path and a URL for it (path parameters filled in). */
+  function operations() {
+    return Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({
+        method: method.toUpperCase(),
+        path,
+        url: path
+          .replace(/\{client_id\}/g, 'cli_01JD5Z6K3M8Q2W4E6R8T0Y2U4I')
+          .replace(
+            /\{id\}/g,
+            path.startsWith('/api/v1/users')
+              ? 'usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I'
+              : 'x_01JD5Z6K3M8Q2W4E6R8T0Y2U4I',
+          ),
+        op,
+      })),
+    );
+  }
   afterAll(async () => {
     await t.close();
   });
@@ -149,5 +194,204 @@ describe('OpenAPI document (/api/docs-json)', () => {
         text: JSON.stringify({ error: { code: 'conflict', message: 'x' } }),
       }),
     ).rejects.toThrow(/\/error\/code must be equal to one of the allowed values \["not_found"\]/);
+  });
+  it('declares If-None-Match and its 304 (no body) on every GET under /api/, and answers it', async () => {
+    const gets = operations().filter((o) => o.method === 'GET' && o.path.startsWith('/api/'));
+    expect(gets.length).toBeGreaterThanOrEqual(15);
+    for (const { path, op } of gets) {
+      const param = op.parameters?.find((p) => p.in === 'header' && p.name === 'If-None-Match');
+      expect(param, path).toMatchObject({ required: false, schema: { type: 'string' } });
+      expect(op.responses['304'], path).toBeDefined();
+      expect(op.responses['304']?.content, path).toBeUndefined();
+    }
+    // a list and a resource, as a client revalidates them
+    for (const url of ['/api/v1/users?limit=5', '/api/v1/auth/me']) {
+      const first = await admin.get(url);
+      expect(first.status).toBe(200);
+      const again = await admin.get(url, {
+        headers: { 'if-none-match': first.headers.get('etag') ?? '' },
+      });
+      expect(again.status).toBe(304);
+      expect(again.text).toBe('');
+    }
+  });
+
+  it('closes every request body (additionalProperties: false), and the server refuses an unknown member of each with 422', async () => {
+    const bodies = operations().filter((o) => o.op.requestBody);
+    expect(bodies.length).toBeGreaterThan(15);
+    const open: string[] = [];
+    const seen = new Set<Schema>();
+    const walk = (schema: Schema, at: string) => {
+      const s = resolve(schema);
+      if (seen.has(s)) {
+        return;
+      }
+      seen.add(s);
+      if (s.properties) {
+        if (s.additionalProperties !== false) {
+          open.push(at);
+        }
+        Object.entries(s.properties).forEach(([k, v]) => walk(v, `${at}.${k}`));
+      }
+      if (s.items) {
+        walk(s.items, `${at}[]`);
+      }
+      s.oneOf?.forEach((v, i) => walk(v, `${at}|${i}`));
+    };
+    for (const { method, path, url, op } of bodies) {
+      walk(op.requestBody!.content['application/json'].schema, `${method} ${path}`);
+      const res = await admin[method.toLowerCase() as 'post' | 'put' | 'patch'](url, {
+        unexpected_member: 1,
+      });
+      expect(res.status, `${method} ${path}: ${res.text}`).toBe(422);
+      expect(res.body.error.details, `${method} ${path}`).toContainEqual(
+        expect.objectContaining({ field: 'unexpected_member' }),
+      );
+    }
+    expect(open).toEqual([]);
+    // nested members too: an order item, a batch operation
+    const order = await admin.post('/api/v1/users/usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I/orders', {
+      items: [{ sku: 'A-1', quantity: 1, unit_price_cents: 1, colour: 'red' }],
+      currency: 'EUR',
+    });
+    expect(order.status).toBe(422);
+    expect(JSON.stringify(order.body.error.details)).toContain('colour');
+    const batch = await admin.post('/api/v1/users/batch', {
+      operations: [{ op: 'create', data: { name: 'N', email: 'n@example.com' }, extra: 1 }],
+    });
+    expect(batch.status).toBe(422);
+    expect(JSON.stringify(batch.body.error.details)).toContain('extra');
+  });
+
+  it('gives minItems of every array a body requires, as the server refuses an empty one (422)', async () => {
+    const empties: string[] = [];
+    for (const { method, path, url, op } of operations().filter((o) => o.op.requestBody)) {
+      const schema = resolve(op.requestBody!.content['application/json'].schema);
+      for (const [name, member] of Object.entries(schema.properties ?? {})) {
+        const m = resolve(member);
+        if (m.type !== 'array') {
+          continue;
+        }
+        empties.push(`${method} ${path} ${name}`);
+        expect(m.minItems, `${method} ${path} ${name}`).toBe(1);
+        const res = await admin[method.toLowerCase() as 'post' | 'put' | 'patch'](url, {
+          [name]: [],
+        });
+        expect(res.status, `${method} ${path} ${name}`).toBe(422);
+        expect(res.body.error.details, `${method} ${path} ${name}`).toContainEqual(
+          expect.objectContaining({ field: name }),
+        );
+      }
+    }
+    expect(empties.sort()).toEqual([
+      'POST /api/v1/oauth/clients redirect_uris',
+      'POST /api/v1/oauth/clients scopes',
+      'POST /api/v1/users/batch operations',
+      'POST /api/v1/users/{id}/orders items',
+    ]);
+  });
+
+  it('documents `sort` as the pattern of the fields the server sorts by, and `page` up to its maximum', async () => {
+    const lists = operations().filter((o) => o.op.parameters?.some((p) => p.name === 'sort'));
+    expect(lists.length).toBeGreaterThanOrEqual(7);
+    // the lists of a user (the admin's orders) and of a room are read at real ids
+    const me = (await admin.get('/api/v1/auth/me')).body.data.id as string;
+    const room = (await admin.post('/api/v1/rooms', { name: `sorted-${Date.now()}` })).body.data
+      .id as string;
+    const urls: Record<string, string> = {
+      '/api/v1/users/{id}/orders': `/api/v1/users/${me}/orders`,
+      '/api/v1/rooms/{id}/messages': `/api/v1/rooms/${room}/messages`,
+    };
+    for (const { path, op } of lists) {
+      const url = urls[path] ?? path;
+      expect(url, 'a list at an id this test does not know').not.toContain('{');
+      const sort = op.parameters!.find((p) => p.name === 'sort')!.schema!;
+      const pattern = new RegExp(sort.pattern!);
+      // the fields the pattern lists, all of them descending, then ascending: accepted by both
+      const fields = /\(([^()]+)\)/.exec(sort.pattern!)![1].split('|');
+      const all = fields.map((f) => `-${f}`).join(',');
+      expect(pattern.test(all) && pattern.test(fields.join(',')), path).toBe(true);
+      const sorted = await admin.get(`${url}?sort=${all}&limit=1`);
+      expect(sorted.status, `${path}: ${sorted.text}`).toBe(200);
+      // a field it does not list, or one twice: refused by the server; the pattern refuses the first
+      expect(pattern.test('nope')).toBe(false);
+      expect((await admin.get(`${url}?sort=nope`)).status, path).toBe(400);
+      expect((await admin.get(`${url}?sort=${fields[0]},-${fields[0]}`)).status, path).toBe(400);
+      const page = op.parameters!.find((p) => p.name === 'page')!.schema as { maximum?: number };
+      expect(page.maximum, path).toBe(1_000_000_000);
+    }
+    const deepest = await admin.get('/api/v1/users?page=1000000000&cursor=abc');
+    const beyond = await admin.get('/api/v1/users?page=1000000001&cursor=abc');
+    expect(deepest.status === 400 ? JSON.stringify(deepest.body) : '').not.toContain('page');
+    expect(beyond.status).toBe(400);
+    expect(JSON.stringify(beyond.body.error.details)).toContain('page');
+  });
+
+  it('enumerates the ISO 4217 codes the server accepts for an order currency (any case)', async () => {
+    const body = resolve(doc.components.schemas.CreateOrderBody);
+    const currency = resolve(body.properties!.currency);
+    const codes = currency.enum as string[];
+    expect(codes.every((c) => /^[A-Z]{3}$/.test(c))).toBe(true);
+    expect(codes).toEqual([...new Set(codes)].sort());
+    expect(codes).toEqual(expect.arrayContaining(['EUR', 'USD', 'JPY']));
+    expect(codes).not.toContain('ABC');
+    const user = (await admin.get('/api/v1/auth/me')).body.data.id as string;
+    const order = (c: string) =>
+      admin.post(`/api/v1/users/${user}/orders`, {
+        items: [{ sku: 'A-1', quantity: 1, unit_price_cents: 100 }],
+        currency: c,
+      });
+    for (const code of [codes[0], codes[codes.length - 1], 'jpy']) {
+      const accepted = await order(code);
+      expect(accepted.status, code).toBe(201);
+      expect(accepted.body.data.currency).toBe(code.toUpperCase());
+    }
+    const unknown = await order('ABC');
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.error.details).toContainEqual(
+      expect.objectContaining({ field: 'currency' }),
+    );
+  });
+
+  it('documents Idempotency-Key on exactly the routes that replay, with Idempotent-Replayed on their answers', async () => {
+    const idempotent = operations()
+      .filter((o) =>
+        o.op.parameters?.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'),
+      )
+      .map((o) => `${o.method} ${o.path}`);
+    expect(idempotent.sort()).toEqual([
+      'POST /api/v1/auth/register',
+      'POST /api/v1/posts',
+      'POST /api/v1/rooms',
+      'POST /api/v1/rooms/{id}/messages',
+      'POST /api/v1/users',
+      'POST /api/v1/users/batch',
+      'POST /api/v1/users/{id}/orders',
+    ]);
+    // a replay is the stored first answer: any status below 500 but 429
+    for (const { method, path, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        const replayable =
+          idempotent.includes(`${method} ${path}`) && Number(status) < 500 && status !== '429';
+        expect(
+          Boolean(response.headers?.['Idempotent-Replayed']),
+          `${method} ${path} ${status}`,
+        ).toBe(replayable);
+      }
+    }
+    // the first answer does not carry it, its replay does
+    const key = `typed-${Date.now()}`;
+    const send = () =>
+      admin.post(
+        '/api/v1/rooms',
+        { name: `replayed-${key}` },
+        { headers: { 'idempotency-key': key } },
+      );
+    const first = await send();
+    const replay = await send();
+    expect([first.status, replay.status]).toEqual([201, 201]);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(first.body);
   });
 });

@@ -42,6 +42,8 @@ export const MAX_LIMIT = 100;
  * pages are reached by following `Link: rel="next"`, whose keyset cursor costs the same at any depth.
  */
 export const MAX_OFFSET_DEPTH = 10_000;
+/** Largest `page` number that parses (with a cursor it only labels the page). */
+export const MAX_PAGE = 1_000_000_000;
 
 function positiveInt(
   raw: unknown,
@@ -52,7 +54,7 @@ function positiveInt(
   if (raw === undefined) {
     return undefined;
   }
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+  if (typeof raw !== 'string' || !/^\d{1,10}$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
     details.push({ field: name, message: `${name} must be an integer from 1 to ${max}` });
     return undefined;
   }
@@ -69,7 +71,7 @@ export function parseListQuery<F extends string>(
   spec: ListSpec<F>,
 ): ListQuery<F> {
   const details: ErrorDetail[] = [];
-  const page = positiveInt(query.page, 'page', 1_000_000_000, details) ?? 1;
+  const page = positiveInt(query.page, 'page', MAX_PAGE, details) ?? 1;
   const limit = positiveInt(query.limit, 'limit', MAX_LIMIT, details) ?? DEFAULT_LIMIT;
 
   let sort = spec.defaultSort;

@@ -13,7 +13,7 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
@@ -29,7 +29,7 @@ import {
   ApiStandardErrors,
 } from '../common/openapi/decorators.js';
 import { PublicUrl } from '../common/public-url.js';
-import { BatchInput } from './dto/batch.input.js';
+import { BatchCreateOperation, BatchInput, BatchUpdateOperation } from './dto/batch.input.js';
 import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.inputs.js';
 import { BatchResultResponse, UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
@@ -95,6 +95,7 @@ export class UsersController {
   @Idempotent()
   @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
   @HttpCode(200)
+  @ApiExtraModels(BatchCreateOperation, BatchUpdateOperation)
   @ApiDoc(
     'Create and update users in one transaction',
     'At most 100 operations, all or nothing: the first failing operation fails the batch, and `details[].index` names it. The results come in the order of the operations.',

@@ -641,9 +641,9 @@ export interface components {
       role?: 'ADMIN' | 'USER' | 'GUEST';
       /**
        * Format: date-time
-       * @description null or absent: never expires
+       * @description RFC 3339, in the future; null or absent: never expires
        */
-      expires_at?: Record<string, never> | null;
+      expires_at?: string | null;
     };
     ApiKey: {
       /** @example key_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
@@ -723,9 +723,39 @@ export interface components {
       status: 200 | 201;
       data: components['schemas']['User'];
     };
+    /** @description Creates a user, as POST /users does. */
+    BatchCreateOperation: {
+      /** @enum {string} */
+      op: 'create';
+      data: components['schemas']['CreateUserInput'];
+    };
+    PatchUserInput: {
+      name?: string;
+      /** Format: email */
+      email?: string;
+      /**
+       * @description Only administrators may change a role.
+       * @enum {string}
+       */
+      role?: 'ADMIN' | 'USER' | 'GUEST';
+      /** @description null clears it */
+      age?: number | null;
+      password?: string;
+    };
+    /** @description Updates some members of a user, as PATCH /users/{id} does. */
+    BatchUpdateOperation: {
+      /** @enum {string} */
+      op: 'update';
+      /** @example usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+      data: components['schemas']['PatchUserInput'];
+    };
     BatchInput: {
-      /** @description At most 100 operations: {op: "create", data} or {op: "update", id, data}; all or nothing */
-      operations: Record<string, never>[];
+      /** @description At most 100 operations, run in order; all or nothing */
+      operations: (
+        | components['schemas']['BatchCreateOperation']
+        | components['schemas']['BatchUpdateOperation']
+      )[];
     };
     ReplaceUserInput: {
       /** @example Ada Lovelace */
@@ -740,19 +770,6 @@ export interface components {
        * @enum {string}
        */
       role?: 'ADMIN' | 'USER' | 'GUEST';
-      age?: number | null;
-      password?: string;
-    };
-    PatchUserInput: {
-      name?: string;
-      /** Format: email */
-      email?: string;
-      /**
-       * @description Only administrators may change a role.
-       * @enum {string}
-       */
-      role?: 'ADMIN' | 'USER' | 'GUEST';
-      /** @description null clears it */
       age?: number | null;
       password?: string;
     };
@@ -806,13 +823,180 @@ export interface components {
       /** @example 1250 */
       unit_price_cents: number;
     };
+    /**
+     * @description ISO 4217 code. Also accepted in lower case; stored in upper case.
+     * @enum {string}
+     */
+    Currency:
+      | 'AED'
+      | 'AFN'
+      | 'ALL'
+      | 'AMD'
+      | 'ANG'
+      | 'AOA'
+      | 'ARS'
+      | 'AUD'
+      | 'AWG'
+      | 'AZN'
+      | 'BAM'
+      | 'BBD'
+      | 'BDT'
+      | 'BGN'
+      | 'BHD'
+      | 'BIF'
+      | 'BMD'
+      | 'BND'
+      | 'BOB'
+      | 'BRL'
+      | 'BSD'
+      | 'BTN'
+      | 'BWP'
+      | 'BYN'
+      | 'BZD'
+      | 'CAD'
+      | 'CDF'
+      | 'CHF'
+      | 'CLP'
+      | 'CNY'
+      | 'COP'
+      | 'CRC'
+      | 'CUC'
+      | 'CUP'
+      | 'CVE'
+      | 'CZK'
+      | 'DJF'
+      | 'DKK'
+      | 'DOP'
+      | 'DZD'
+      | 'EGP'
+      | 'ERN'
+      | 'ETB'
+      | 'EUR'
+      | 'FJD'
+      | 'FKP'
+      | 'GBP'
+      | 'GEL'
+      | 'GHS'
+      | 'GIP'
+      | 'GMD'
+      | 'GNF'
+      | 'GTQ'
+      | 'GYD'
+      | 'HKD'
+      | 'HNL'
+      | 'HRK'
+      | 'HTG'
+      | 'HUF'
+      | 'IDR'
+      | 'ILS'
+      | 'INR'
+      | 'IQD'
+      | 'IRR'
+      | 'ISK'
+      | 'JMD'
+      | 'JOD'
+      | 'JPY'
+      | 'KES'
+      | 'KGS'
+      | 'KHR'
+      | 'KMF'
+      | 'KPW'
+      | 'KRW'
+      | 'KWD'
+      | 'KYD'
+      | 'KZT'
+      | 'LAK'
+      | 'LBP'
+      | 'LKR'
+      | 'LRD'
+      | 'LSL'
+      | 'LYD'
+      | 'MAD'
+      | 'MDL'
+      | 'MGA'
+      | 'MKD'
+      | 'MMK'
+      | 'MNT'
+      | 'MOP'
+      | 'MRU'
+      | 'MUR'
+      | 'MVR'
+      | 'MWK'
+      | 'MXN'
+      | 'MYR'
+      | 'MZN'
+      | 'NAD'
+      | 'NGN'
+      | 'NIO'
+      | 'NOK'
+      | 'NPR'
+      | 'NZD'
+      | 'OMR'
+      | 'PAB'
+      | 'PEN'
+      | 'PGK'
+      | 'PHP'
+      | 'PKR'
+      | 'PLN'
+      | 'PYG'
+      | 'QAR'
+      | 'RON'
+      | 'RSD'
+      | 'RUB'
+      | 'RWF'
+      | 'SAR'
+      | 'SBD'
+      | 'SCR'
+      | 'SDG'
+      | 'SEK'
+      | 'SGD'
+      | 'SHP'
+      | 'SLE'
+      | 'SLL'
+      | 'SOS'
+      | 'SRD'
+      | 'SSP'
+      | 'STN'
+      | 'SVC'
+      | 'SYP'
+      | 'SZL'
+      | 'THB'
+      | 'TJS'
+      | 'TMT'
+      | 'TND'
+      | 'TOP'
+      | 'TRY'
+      | 'TTD'
+      | 'TWD'
+      | 'TZS'
+      | 'UAH'
+      | 'UGX'
+      | 'USD'
+      | 'UYU'
+      | 'UZS'
+      | 'VES'
+      | 'VND'
+      | 'VUV'
+      | 'WST'
+      | 'XAF'
+      | 'XCD'
+      | 'XCG'
+      | 'XDR'
+      | 'XOF'
+      | 'XPF'
+      | 'XSU'
+      | 'YER'
+      | 'ZAR'
+      | 'ZMW'
+      | 'ZWG'
+      | 'ZWL';
     CreateOrderBody: {
       items: components['schemas']['OrderItemBody'][];
       /**
-       * @description ISO 4217 code (case-insensitive)
+       * @description ISO 4217 code. Also accepted in lower case; stored in upper case.
        * @example EUR
        */
-      currency: string;
+      currency: components['schemas']['Currency'];
     };
     UpdateOrderBody: {
       /** @example paid */
@@ -1264,6 +1448,8 @@ export interface components {
     'Retry-After': number;
     /** @description The schemes the API accepts. */
     'WWW-Authenticate': string;
+    /** @description `true` when this is the stored response of an earlier request with the same `Idempotency-Key` (docs/idempotency.md). */
+    'Idempotent-Replayed': 'true';
   };
   pathItems: never;
 }
@@ -1905,6 +2091,7 @@ export interface operations {
       201: {
         headers: {
           Location: components['headers']['Location'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -1920,6 +2107,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -1933,6 +2121,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -1947,6 +2136,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -1960,6 +2150,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -1973,6 +2164,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -1986,6 +2178,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -2042,7 +2235,10 @@ export interface operations {
   AuthController_me: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2178,12 +2374,15 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2488,7 +2687,10 @@ export interface operations {
   ApiKeysController_get: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -2796,13 +2998,16 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, updated_at, name; `-` for descending. */
+        /** @description Comma-separated created_at, updated_at, name, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         role?: 'ADMIN' | 'USER' | 'GUEST';
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2960,6 +3165,7 @@ export interface operations {
       201: {
         headers: {
           Location: components['headers']['Location'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -2975,6 +3181,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -2989,6 +3196,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3002,6 +3210,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3015,6 +3224,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3029,6 +3239,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3042,6 +3253,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3055,6 +3267,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3068,6 +3281,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3140,6 +3354,7 @@ export interface operations {
       /** @description One result per operation, in order */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3155,6 +3370,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3169,6 +3385,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3182,6 +3399,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3195,6 +3413,7 @@ export interface operations {
       /** @description An `update` names no such user (`details[].index` says which). */
       404: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3208,6 +3427,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3222,6 +3442,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3235,6 +3456,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3248,6 +3470,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3261,6 +3484,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -3317,7 +3541,10 @@ export interface operations {
   UsersController_get: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -4094,13 +4321,16 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         status?: 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -4288,6 +4518,7 @@ export interface operations {
       201: {
         headers: {
           Location: components['headers']['Location'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4303,6 +4534,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4317,6 +4549,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4330,6 +4563,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4343,6 +4577,7 @@ export interface operations {
       /** @description No such user */
       404: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4356,6 +4591,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4370,6 +4606,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4383,6 +4620,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4396,6 +4634,7 @@ export interface operations {
       /** @description A path segment exceeds 100 characters. */
       414: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4409,6 +4648,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4422,6 +4662,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -4478,7 +4719,10 @@ export interface operations {
   OrdersController_get: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -4862,12 +5106,15 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, name; `-` for descending. */
+        /** @description Comma-separated created_at, name, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -5025,6 +5272,7 @@ export interface operations {
       201: {
         headers: {
           Location: components['headers']['Location'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5040,6 +5288,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5054,6 +5303,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5067,6 +5317,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5080,6 +5331,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5094,6 +5346,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5107,6 +5360,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5120,6 +5374,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5133,6 +5388,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5189,7 +5445,10 @@ export interface operations {
   RoomsController_get: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -5353,14 +5612,17 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         /** @description Only the messages sent after this one (a message id of this room): how a client catches up after a reconnect. */
         after?: string;
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -5547,6 +5809,7 @@ export interface operations {
       /** @description Created */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5562,6 +5825,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5576,6 +5840,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5589,6 +5854,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5602,6 +5868,7 @@ export interface operations {
       /** @description No such room */
       404: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5615,6 +5882,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5629,6 +5897,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5642,6 +5911,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5655,6 +5925,7 @@ export interface operations {
       /** @description A path segment exceeds 100 characters. */
       414: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5668,6 +5939,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5681,6 +5953,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5740,14 +6013,17 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, updated_at, title; `-` for descending. */
+        /** @description Comma-separated created_at, updated_at, title, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         /** @description Only the posts of this user (a user id). */
         author_id?: string;
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -5905,6 +6181,7 @@ export interface operations {
       201: {
         headers: {
           Location: components['headers']['Location'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5920,6 +6197,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5934,6 +6212,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5947,6 +6226,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5960,6 +6240,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5974,6 +6255,7 @@ export interface operations {
       409: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -5987,6 +6269,7 @@ export interface operations {
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -6000,6 +6283,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -6013,6 +6297,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -6069,7 +6354,10 @@ export interface operations {
   PostsController_get: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         id: string;
       };
@@ -6807,12 +7095,15 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending. */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -7117,7 +7408,10 @@ export interface operations {
   OAuthClientsController_get: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path: {
         client_id: string;
       };
@@ -7422,7 +7716,10 @@ export interface operations {
   OAuthGrantsController_list: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
       path?: never;
       cookie?: never;
     };

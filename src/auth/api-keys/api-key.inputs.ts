@@ -22,9 +22,10 @@ export class CreateApiKeyInput {
 
   /** RFC 3339; null or absent = does not expire. */
   @ApiPropertyOptional({
+    type: 'string',
     format: 'date-time',
     nullable: true,
-    description: 'null or absent: never expires',
+    description: 'RFC 3339, in the future; null or absent: never expires',
   })
   @ValidateIf((o: CreateApiKeyInput) => o.expires_at !== undefined && o.expires_at !== null)
   @IsRfc3339()

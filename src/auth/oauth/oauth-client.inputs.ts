@@ -21,7 +21,10 @@ export class CreateOAuthClientInput {
   name!: string;
 
   @ApiProperty({
-    type: [String],
+    type: 'array',
+    items: { type: 'string', minLength: 1, maxLength: 2000 },
+    minItems: 1,
+    maxItems: 10,
     example: ['https://app.acme.example/callback'],
     description:
       'Absolute URIs compared as exact strings: https, or http on a loopback host (127.0.0.1, [::1], localhost); no fragment',
@@ -36,6 +39,7 @@ export class CreateOAuthClientInput {
   @ApiProperty({
     type: [String],
     enum: ALL_SCOPES,
+    minItems: 1,
     example: ['openid', 'profile', 'users:read', 'offline_access'],
     description: 'The scopes this client may ask for',
   })

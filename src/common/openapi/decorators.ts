@@ -8,7 +8,7 @@ import {
   DECORATORS,
   getSchemaPath,
 } from '@nestjs/swagger';
-import { DEFAULT_LIMIT, MAX_LIMIT, PageMeta, type ListSpec } from '../list-query.js';
+import { DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, PageMeta, type ListSpec } from '../list-query.js';
 import { errorSchemaName } from './errors.js';
 import { header } from './headers.js';
 
@@ -94,6 +94,12 @@ export function rowCostOf(model: Type<unknown>, memberCosts: Record<string, numb
   return members.reduce((sum, m) => sum + (memberCosts[m.replace(/^:/, '')] ?? 1), 1);
 }
 
+/** `sort`: one or more of `fields`, comma-separated, each optionally prefixed by `-`. */
+function sortPattern(fields: readonly string[]): string {
+  const field = `-?(${fields.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
+  return `^${field}(,${field})*$`;
+}
+
 /**
  * A page of a list as `{data: [...], meta}` with `Link` (docs/lists.md), its query parameters, and
  * its cost (one row's, for the list cost budget, which adds a cause of 429).
@@ -105,7 +111,7 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     ApiQuery({
       name: 'page',
       required: false,
-      schema: { type: 'integer', minimum: 1, default: 1 },
+      schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 },
       description:
         'Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`).',
     }),
@@ -117,8 +123,12 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     ApiQuery({
       name: 'sort',
       required: false,
-      schema: { type: 'string', example: `-${options.sortFields[0] ?? 'created_at'}` },
-      description: `Comma-separated ${options.sortFields.join(', ')}; \`-\` for descending.`,
+      schema: {
+        type: 'string',
+        pattern: sortPattern(options.sortFields),
+        example: `-${options.sortFields[0] ?? 'created_at'}`,
+      },
+      description: `Comma-separated ${options.sortFields.join(', ')}, each at most once; \`-\` for descending.`,
     }),
     ApiQuery({
       name: 'cursor',

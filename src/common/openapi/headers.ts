@@ -47,6 +47,11 @@ export const HEADERS = {
   ),
   'Retry-After': integerHeader('Seconds to wait before retrying.', 1, 30),
   'WWW-Authenticate': stringHeader('The schemes the API accepts.', 'Basic realm="atrium", Bearer'),
+  'Idempotent-Replayed': {
+    description:
+      '`true` when this is the stored response of an earlier request with the same `Idempotency-Key` (docs/idempotency.md).',
+    schema: { type: 'string', enum: ['true'], example: 'true' },
+  },
 } satisfies Record<string, HeaderObject>;
 
 /** A reference to one of `HEADERS`. */

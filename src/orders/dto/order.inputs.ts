@@ -39,7 +39,6 @@ export class CreateOrderBody {
   @Type(() => OrderItemBody)
   items!: OrderItemBody[];
 
-  @ApiProperty({ description: 'ISO 4217 code (case-insensitive)', example: 'EUR' })
   @CurrencyRules()
   currency!: string;
 }

@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { CURRENCY_CODES } from '../currencies.js';
 import { ORDER_STATUSES } from '../order.js';
 
 /**
@@ -15,8 +16,8 @@ export const MAX_UNIT_PRICE_CENTS = 100_000_000;
 /** An order's total must fit GraphQL's Int (32-bit): 21 474 836.47 in a 2-decimal currency. */
 export const MAX_TOTAL_CENTS = 2_147_483_647;
 
-/** ISO 4217 codes this runtime knows (ICU); a well-formed but unknown code such as `ABC` is refused. */
-const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
+/** A well-formed but unknown code such as `ABC` is refused. */
+const CURRENCIES: ReadonlySet<string> = new Set(CURRENCY_CODES);
 
 const upper = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? value.trim().toUpperCase() : value;
@@ -54,7 +55,15 @@ export const UnitPriceRules = () =>
 
 export const CurrencyRules = () =>
   applyDecorators(
-    ApiProperty({ description: 'ISO 4217 code (case-insensitive)', example: 'EUR' }),
+    // the document gives the canonical (upper-case) codes; the server also accepts them in lower
+    // case and with surrounding spaces, and stores them in upper case
+    ApiProperty({
+      type: 'string',
+      enum: [...CURRENCY_CODES],
+      enumName: 'Currency',
+      description: 'ISO 4217 code. Also accepted in lower case; stored in upper case.',
+      example: 'EUR',
+    }),
     Transform(upper),
     IsString(),
     IsIn([...CURRENCIES], { message: 'currency must be an ISO 4217 code such as EUR or USD' }),
