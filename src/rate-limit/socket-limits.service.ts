@@ -88,6 +88,18 @@ export class SocketLimitsService {
     return chain[i] ?? 'unknown';
   }
 
+  /**
+   * The host (and port) the client addressed an upgrade request to: `Host`, or, when the peer is a
+   * trusted proxy, its `X-Forwarded-Host` (as Fastify's `request.host` does for HTTP requests).
+   */
+  requestHost(request: IncomingMessage): string | undefined {
+    const forwarded = request.headers['x-forwarded-host'];
+    if (typeof forwarded === 'string' && this.isTrusted(request.socket.remoteAddress ?? '')) {
+      return forwarded.split(',', 1)[0]?.trim().toLowerCase();
+    }
+    return request.headers.host?.toLowerCase();
+  }
+
   private isTrusted(address: string): boolean {
     const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
     const family = isIP(plain);
