@@ -406,7 +406,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     } catch {
       return false;
     }
-    return host !== '' && host === this.limits.requestHost(req);
+    return host !== '' && this.limits.requestHosts(req).includes(host);
   }
 
   private parseAndValidate(query: string): DocumentNode | readonly GraphQLError[] {

@@ -89,15 +89,19 @@ export class SocketLimitsService {
   }
 
   /**
-   * The host (and port) the client addressed an upgrade request to: `Host`, or, when the peer is a
-   * trusted proxy, its `X-Forwarded-Host` (as Fastify's `request.host` does for HTTP requests).
+   * The host (and port) the client addressed an upgrade request to: `Host`, and, when the peer is a
+   * trusted proxy, its `X-Forwarded-Host` too (a proxy may pass either as the browser sent it).
    */
-  requestHost(request: IncomingMessage): string | undefined {
+  requestHosts(request: IncomingMessage): string[] {
+    const hosts = request.headers.host ? [request.headers.host.toLowerCase()] : [];
     const forwarded = request.headers['x-forwarded-host'];
     if (typeof forwarded === 'string' && this.isTrusted(request.socket.remoteAddress ?? '')) {
-      return forwarded.split(',', 1)[0]?.trim().toLowerCase();
+      const first = forwarded.split(',', 1)[0]?.trim().toLowerCase();
+      if (first) {
+        hosts.push(first);
+      }
     }
-    return request.headers.host?.toLowerCase();
+    return hosts;
   }
 
   private isTrusted(address: string): boolean {
