@@ -7,7 +7,7 @@ import { startApp, type TestApp } from './helpers/app.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 import { listening } from './subscriptions-helpers.js';
-import { TOPICS } from '../src/events/events.service.js';
+import { EventsService, TOPICS } from '../src/events/events.service.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
@@ -207,7 +207,7 @@ describe.skipIf(!available && !process.env.CI)(
         const elsewhere: string[] = [];
         const problems: string[] = [];
         const httpOperations: string[] = [];
-        const sockets: { url: string; sent: string[]; received: string[] }[] = [];
+        const sockets: { url: string; sent: string[]; received: string[]; closed: boolean }[] = [];
         // the network is cut to the page's origin: any other request is aborted and recorded
         await context.route('**', async (route) => {
           const url = new URL(route.request().url());
@@ -232,8 +232,14 @@ describe.skipIf(!available && !process.env.CI)(
             }
           });
           page.on('websocket', (ws) => {
-            const socket = { url: ws.url(), sent: [] as string[], received: [] as string[] };
+            const socket = {
+              url: ws.url(),
+              sent: [] as string[],
+              received: [] as string[],
+              closed: false,
+            };
             sockets.push(socket);
+            ws.on('close', () => (socket.closed = true));
             ws.on('framesent', (f) => socket.sent.push(String(f.payload)));
             ws.on('framereceived', (f) => socket.received.push(String(f.payload)));
           });
@@ -270,6 +276,13 @@ describe.skipIf(!available && !process.env.CI)(
             .toContain(`"content": "${content}"`);
           await expect(response.innerText()).resolves.toContain(`"id": "${sent.body.data.id}"`);
           await page.screenshot({ path: join(SHOTS, `graphiql-subscription-${host}.png`) });
+
+          // stopping the run ends the subscription on the server and closes the socket
+          await page.locator('.graphiql-execute-button').click();
+          await expect.poll(() => sockets[0]?.closed, { timeout: 5_000 }).toBe(true);
+          await expect
+            .poll(() => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)))
+            .toBe(0);
 
           // one socket to the page's own origin, whose connection_init carried the Headers pane
           expect(sockets.map((s) => s.url)).toEqual([`ws://${host}:${port}/graphql`]);
