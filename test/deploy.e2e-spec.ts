@@ -410,6 +410,23 @@ describe.skipIf(reason !== '')(
       expect(ws).toMatch(/^HTTP\/1\.1 101 /);
     });
 
+    it('serves Swagger UI and the GraphQL socket to a page opened at the proxy, whatever name it was opened at', async () => {
+      // the document's server is relative: calls go to the proxy's address, not a replica's
+      const doc = await raw(proxyPort, '/api/docs-json');
+      expect(doc.status).toBe(200);
+      expect(JSON.parse(doc.body).servers).toEqual([{ url: '/', description: expect.any(String) }]);
+      // a page at http://dev-box.test:PORT (not PUBLIC_URL, not in CORS_ORIGINS) opens its socket
+      const upgrade = (host: string, origin: string) =>
+        `GET /graphql HTTP/1.1\r\nHost: ${host}\r\nOrigin: ${origin}\r\nConnection: Upgrade\r\n` +
+        'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n';
+      const name = `dev-box.test:${proxyPort}`;
+      const own = await rawUpgrade(proxyPort, upgrade(name, `http://${name}`), '127.0.1.30');
+      expect(own).toMatch(/^HTTP\/1\.1 101 /);
+      const other = await rawUpgrade(proxyPort, upgrade(name, 'http://evil.example'), '127.0.1.31');
+      expect(other).toMatch(/^HTTP\/1\.1 403 /);
+    });
+
     it('does not serve /metrics on the public port; each replica serves it on its internal port only', async () => {
       for (const path of ['/metrics', '/metrics/', '//metrics', '/%6Detrics', '/x/../metrics']) {
         const res = await raw(proxyPort, path);

@@ -185,6 +185,50 @@ describe('GraphQL over WebSocket (graphql-transport-ws on /graphql)', () => {
     await studio.init({ Authorization: `Bearer ${adminToken}` });
     expect((await studio.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
   });
+
+  it('accepts a page of this server itself at whatever address it was opened at (same origin)', async () => {
+    const port = new URL(t.url).port;
+    // http://127.0.0.1:PORT is not in CORS_ORIGINS (the default allows http://localhost:*)
+    const own = track(await open(t.url, { origin: t.url }));
+    await own.init({ Authorization: `Bearer ${adminToken}` });
+    expect((await own.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+    // a LAN name: the Host the browser addressed is what the Origin is compared with
+    const lan = track(
+      await open(t.url, { origin: `http://dev-box.test:${port}`, host: `dev-box.test:${port}` }),
+    );
+    await lan.init({ Authorization: `Bearer ${adminToken}` });
+    expect((await lan.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+    // another port or another scheme's default port is another origin
+    await expect(open(t.url, { origin: 'http://127.0.0.1:1' })).rejects.toThrow('HTTP 403');
+    await expect(
+      open(t.url, { origin: 'https://dev-box.test', host: `dev-box.test:${port}` }),
+    ).rejects.toThrow('HTTP 403');
+    // X-Forwarded-Host counts only from a trusted proxy (TRUSTED_PROXIES is empty here)
+    await expect(
+      open(t.url, { origin: 'https://api.example', 'x-forwarded-host': 'api.example' }),
+    ).rejects.toThrow('HTTP 403');
+  });
+
+  it('takes the host from X-Forwarded-Host behind a trusted proxy', async () => {
+    const proxied = await startApp({ TRUSTED_PROXIES: 'loopback' });
+    try {
+      const token = await tokenFor(proxied.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+      const s = track(
+        await open(proxied.url, {
+          origin: 'https://api.example',
+          'x-forwarded-host': 'api.example',
+          'x-forwarded-proto': 'https',
+        }),
+      );
+      await s.init({ Authorization: `Bearer ${token}` });
+      expect((await s.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+      await expect(
+        open(proxied.url, { origin: 'https://evil.example', 'x-forwarded-host': 'api.example' }),
+      ).rejects.toThrow('HTTP 403');
+    } finally {
+      await proxied.close();
+    }
+  });
 });
 
 describe('GraphQL over WebSocket with introspection off', () => {

@@ -30,14 +30,30 @@ export function staticSecurityHeaders(options: HelmetOptions): Record<string, st
   return headers;
 }
 
+/**
+ * The policy of every response but the pages that set their own (GraphiQL, the OAuth pages). Swagger UI
+ * (/api/docs) is the only HTML it covers: its scripts, styles and fonts are files of this origin, its
+ * "Try it out" calls go to this origin (the document's server is relative, `/`), whatever address the
+ * page was opened at. No `upgrade-insecure-requests` (helmet's default): over plain http on a host name
+ * other than localhost it made the browser fetch the page's own files over https, and the page was blank.
+ * `Strict-Transport-Security` stays: browsers ignore it over plain http.
+ */
 export const SECURITY_HEADER_OPTIONS: HelmetOptions = {
-  // Swagger UI needs inline scripts and styles; the JSON API itself serves no HTML.
   contentSecurityPolicy: {
+    useDefaults: false,
     directives: {
       defaultSrc: ["'self'"],
-      scriptSrc: ["'self'", "'unsafe-inline'"],
+      scriptSrc: ["'self'"],
+      // Swagger UI's page has <style> elements and sets style attributes
       styleSrc: ["'self'", "'unsafe-inline'"],
       imgSrc: ["'self'", 'data:'],
+      fontSrc: ["'self'", 'data:'],
+      connectSrc: ["'self'"],
+      objectSrc: ["'none'"],
+      scriptSrcAttr: ["'none'"],
+      baseUri: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'self'"],
     },
   },
   crossOriginEmbedderPolicy: false,

@@ -78,7 +78,7 @@ function withoutSuggestions(error: GraphQLFormattedError): GraphQLFormattedError
 /**
  * GraphQL over WebSocket (`graphql-transport-ws`, graphql-ws 6) on the HTTP server's `/graphql`
  * upgrade. Apollo's HTTP pipeline does not see these operations, so the same rules are applied here:
- * credentials from `connection_init` (invalid -> close 4403), Origin check against CORS_ORIGINS,
+ * credentials from `connection_init` (invalid -> close 4403), Origin check (same origin or CORS_ORIGINS),
  * validation with the depth limit and the introspection switch, anonymous callers only introspect,
  * the cost limit, error formatting, and a 64 KiB message limit.
  */
@@ -359,7 +359,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       return;
     }
     const origin = req.headers.origin;
-    if (origin !== undefined && !originAllowed(origin, this.config.corsOrigins)) {
+    if (
+      origin !== undefined &&
+      !this.sameOrigin(origin, req) &&
+      !originAllowed(origin, this.config.corsOrigins)
+    ) {
       this.refusals.refuse(req, socket, {
         status: 403,
         code: 'forbidden',
@@ -390,6 +394,21 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   };
 
   /** Parsed and validated documents by text (the schema and rules never change while running). */
+  /**
+   * A page of this server itself (GraphiQL at /graphql) opening its socket: the Origin's host is the
+   * host the request was addressed to, so no CORS_ORIGINS entry is needed for the address the page was
+   * opened at (127.0.0.1, a LAN name, the proxy's name). A cross-site page cannot send another Origin.
+   */
+  private sameOrigin(origin: string, req: IncomingMessage): boolean {
+    let host: string;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      return false;
+    }
+    return host !== '' && this.limits.requestHosts(req).includes(host);
+  }
+
   private parseAndValidate(query: string): DocumentNode | readonly GraphQLError[] {
     let cached = this.documents.get(query);
     if (!cached) {

@@ -9,14 +9,17 @@ import { sendError } from '../common/http-exception.filter.js';
 
 /**
  * The development landing page of /graphql: GraphiQL served entirely by this application (docs/graphql.md,
- * "Explorer"). React, ReactDOM and GraphiQL are the prebuilt UMD bundles of the pinned npm packages,
- * read from node_modules once at boot; the page works with no network beyond this server.
+ * "Explorer"). React, ReactDOM, GraphiQL and the graphql-ws client are the prebuilt UMD bundles of the
+ * pinned npm packages, read from node_modules once at boot; the page works with no network beyond this
+ * server. Queries and mutations go over HTTP, subscriptions over graphql-transport-ws to the page's own
+ * origin with the Headers pane as the `connection_init` payload.
  */
 export const IDE_ASSETS_PATH = '/graphql-ide';
 
 /**
  * Only same-origin scripts, and no inline script at all: the page's own code is a file too.
  * GraphiQL sets inline `style` attributes (panes, resizers), hence 'unsafe-inline' for styles only.
+ * `connect-src 'self'` covers the page's own ws:/wss: origin too (CSP Level 3).
  */
 export const LANDING_PAGE_CSP = [
   "default-src 'none'",
@@ -46,7 +49,77 @@ const PAGE_SCRIPT = `'use strict';
     get length() { return memory.size; }
   };
   var url = location.origin + location.pathname;
-  var fetcher = GraphiQL.createFetcher({ url: url, subscriptionUrl: url.replace(/^http/, 'ws') });
+  var wsUrl = url.replace(/^http/, 'ws');
+  var overHttp = GraphiQL.createFetcher({ url: url });
+
+  // The kind of the operation that runs (the named one, else the first), read from the text sent:
+  // GraphiQL's parsed document can lag behind the editor, and a subscription sent over HTTP is a 400.
+  function operationKind(params) {
+    var text = params.query.replace(/"""[\\s\\S]*?"""|"(?:[^"\\\\\\n]|\\\\.)*"|#[^\\n]*/g, ' ');
+    var token = /[{}()]|\\b(query|mutation|subscription|fragment)\\b\\s*([_A-Za-z][_0-9A-Za-z]*)?/g;
+    var ops = [];
+    var depth = 0;
+    var parens = 0;
+    var header = false;
+    var m;
+    while ((m = token.exec(text))) {
+      if (m[0] === '(') { parens += 1; }
+      else if (m[0] === ')') { parens -= 1; }
+      else if (parens > 0) { continue; }
+      else if (m[0] === '{') {
+        if (depth === 0 && !header) { ops.push({ kind: 'query' }); }
+        header = false;
+        depth += 1;
+      } else if (m[0] === '}') { depth -= 1; }
+      else if (depth === 0) {
+        header = true;
+        if (m[1] !== 'fragment') { ops.push({ kind: m[1], name: m[2] }); }
+      }
+    }
+    var named = ops.filter(function (op) { return op.name === params.operationName; });
+    var op = params.operationName && named.length > 0 ? named[0] : ops[0];
+    return op ? op.kind : 'query';
+  }
+
+  function closeError(event) {
+    return new Error('WebSocket closed: ' + event.code + (event.reason ? ' ' + event.reason : ''));
+  }
+
+  // one graphql-transport-ws connection per subscription, its connection_init payload being the
+  // Headers pane (e.g. {"Authorization": "Bearer ..."}): the server reads credentials there
+  function overWebSocket(params, headers) {
+    return {
+      subscribe: function (sink) {
+        var client = graphqlWs.createClient({
+          url: wsUrl,
+          connectionParams: headers || {},
+          lazy: true,
+          retryAttempts: 0
+        });
+        var done = false;
+        function end() { done = true; client.dispose(); }
+        var unsubscribe = client.subscribe(params, {
+          next: function (value) { sink.next(value); },
+          error: function (error) {
+            if (done) { return; }
+            end();
+            if (Array.isArray(error)) { sink.next({ errors: error }); sink.complete(); }
+            else if (error && typeof error.code === 'number') { sink.error(closeError(error)); }
+            else { sink.error(error instanceof Error ? error : new Error(String(error))); }
+          },
+          complete: function () { if (!done) { end(); sink.complete(); } }
+        });
+        return { unsubscribe: function () { if (!done) { unsubscribe(); end(); } } };
+      }
+    };
+  }
+
+  function fetcher(params, options) {
+    if (operationKind(params) === 'subscription') {
+      return overWebSocket(params, options && options.headers);
+    }
+    return overHttp(params, options);
+  }
   var query = [
     '# Paste a token in Headers (below):',
     '#   {"Authorization": "Bearer <token>"}',
@@ -95,6 +168,7 @@ const PAGE_HTML = `<!DOCTYPE html>
 <script src="graphql-ide/react.production.min.js"></script>
 <script src="graphql-ide/react-dom.production.min.js"></script>
 <script src="graphql-ide/graphiql.min.js"></script>
+<script src="graphql-ide/graphql-ws.min.js"></script>
 <script src="graphql-ide/atrium-page.js"></script>
 </body>
 </html>
@@ -127,6 +201,7 @@ function loadAssets(): Map<string, Asset> {
     ],
     ['graphiql.min.js', asset(JS, packageFile('graphiql', 'graphiql.min.js'))],
     ['graphiql.min.css', asset(CSS, packageFile('graphiql', 'graphiql.min.css'))],
+    ['graphql-ws.min.js', asset(JS, packageFile('graphql-ws', 'umd/graphql-ws.min.js'))],
     ['atrium-page.js', asset(JS, Buffer.from(PAGE_SCRIPT))],
     ['atrium-page.css', asset(CSS, Buffer.from(PAGE_STYLE))],
   ]);

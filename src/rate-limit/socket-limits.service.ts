@@ -88,6 +88,22 @@ export class SocketLimitsService {
     return chain[i] ?? 'unknown';
   }
 
+  /**
+   * The host (and port) the client addressed an upgrade request to: `Host`, and, when the peer is a
+   * trusted proxy, its `X-Forwarded-Host` too (a proxy may pass either as the browser sent it).
+   */
+  requestHosts(request: IncomingMessage): string[] {
+    const hosts = request.headers.host ? [request.headers.host.toLowerCase()] : [];
+    const forwarded = request.headers['x-forwarded-host'];
+    if (typeof forwarded === 'string' && this.isTrusted(request.socket.remoteAddress ?? '')) {
+      const first = forwarded.split(',', 1)[0]?.trim().toLowerCase();
+      if (first) {
+        hosts.push(first);
+      }
+    }
+    return hosts;
+  }
+
   private isTrusted(address: string): boolean {
     const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
     const family = isIP(plain);
