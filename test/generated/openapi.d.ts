@@ -2236,7 +2236,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;
@@ -2380,7 +2380,7 @@ export interface operations {
         cursor?: string;
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;
@@ -2688,7 +2688,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -3005,7 +3005,7 @@ export interface operations {
         role?: 'ADMIN' | 'USER' | 'GUEST';
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;
@@ -3542,7 +3542,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -3706,7 +3706,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -3926,7 +3926,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -4099,7 +4099,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -4328,7 +4328,7 @@ export interface operations {
         status?: 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -4720,7 +4720,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -4884,7 +4884,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -5112,7 +5112,7 @@ export interface operations {
         cursor?: string;
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;
@@ -5446,7 +5446,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -5620,7 +5620,7 @@ export interface operations {
         after?: string;
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -6021,7 +6021,7 @@ export interface operations {
         author_id?: string;
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;
@@ -6355,7 +6355,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -6519,7 +6519,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -6726,7 +6726,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -6886,7 +6886,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the version you changed: 412 if the resource has changed since. */
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
       };
       path: {
@@ -7101,7 +7101,7 @@ export interface operations {
         cursor?: string;
       };
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;
@@ -7409,7 +7409,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path: {
@@ -7717,7 +7717,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the representation you have: 304 with no body while it is still current. */
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
       path?: never;

@@ -306,9 +306,10 @@ export const ApiStandardErrors = (kind: RouteKind, options: ErrorOptions = {}) =
       ApiHeader({
         name: 'if-match',
         required: false,
+        // no `example`: Swagger UI fills "Try it out" fields with it (every change would be a 412)
         description:
-          'The `ETag` of the version you changed: 412 if the resource has changed since.',
-        schema: { type: 'string', example: '"2c-1yW8Lh5nEkq3vZ0mHkq8aA"' },
+          'The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since.',
+        schema: { type: 'string' },
       }),
       errorResponse(412, '`If-Match` does not match the current `ETag`.'),
     );

@@ -16,9 +16,10 @@ const IF_NONE_MATCH: ParameterObject = {
   name: 'If-None-Match',
   in: 'header',
   required: false,
+  // no `example`: Swagger UI fills "Try it out" fields with it, and would send a made-up ETag
   description:
-    'The `ETag` of the representation you have: 304 with no body while it is still current.',
-  schema: { type: 'string', example: '"2c-1yW8Lh5nEkq3vZ0mHkq8aA"' },
+    'The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current.',
+  schema: { type: 'string' },
 };
 
 /**
