@@ -59,6 +59,9 @@ export async function startApp(
     GRAPHQL_COST_BUDGET: '1000000000',
     WS_MAX_CONNECTIONS_PER_IDENTITY: '1000000',
     WS_MAX_OPERATIONS_PER_CONNECTION: '1000000',
+    // cheap argon2id parameters (accepted with NODE_ENV=test only); test/users.e2e-spec.ts checks
+    // the real profile
+    PASSWORD_HASH_PROFILE: 'test',
     ...env,
   });
   const app = await createApp(config, options);
