@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { usingPostgres, usingRedis } from './helpers/app.js';
-import { buildInto, ROOT } from './helpers/build.js';
+import { ROOT, serviceBuild } from './helpers/build.js';
 import { request } from './helpers/http.js';
 import { freePort } from './helpers/rate-limit.js';
 
@@ -131,9 +131,8 @@ describe.skipIf(reason !== '')(
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'atrium-deploy-'));
-      // a build of our own: dist/ may be rebuilt by another suite while these processes load it
-      const outDir = join(ROOT, 'node_modules/.cache/atrium-deploy-e2e/dist');
-      buildInto(outDir, true);
+      // a build of our own or CI's (test/helpers/build.ts): never dist/ while something rebuilds it
+      const outDir = serviceBuild();
 
       for (const i of [0, 1]) {
         apiPorts[i] = await freePort();

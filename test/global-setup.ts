@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -31,10 +31,26 @@ function printOpenApiStats(file: string): void {
   );
 }
 
+/**
+ * The folder test processes compile the service into when a suite runs it as a process and
+ * ATRIUM_TEST_BUILD names no build (test/helpers/build.ts): one per run, removed at the end.
+ */
+function buildRoot(): string {
+  const parent = new URL('../node_modules/.cache/atrium-test-builds', import.meta.url).pathname;
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(join(parent, 'run-'));
+  process.env.ATRIUM_TEST_BUILD_ROOT = dir;
+  return dir;
+}
+
 /** On PostgreSQL, drop the per-suite schemas an earlier run left behind (each suite makes its own). */
 export default async function setup(): Promise<() => void> {
   const statsFile = openApiStatsFile();
-  const teardown = () => printOpenApiStats(statsFile);
+  const builds = buildRoot();
+  const teardown = () => {
+    printOpenApiStats(statsFile);
+    rmSync(builds, { recursive: true, force: true });
+  };
   const url = process.env.DATABASE_URL;
   if (!url?.startsWith('postgres')) {
     return teardown;
