@@ -253,6 +253,8 @@ describe('shutdown under load', () => {
       ADMIN_EMAIL: 'drain@example.com',
       ADMIN_PASSWORD: 'drain-password-1',
       RATE_LIMIT: '1000000',
+      // the load's list reads spend the cost budget too (docs/rate-limits.md)
+      GRAPHQL_COST_BUDGET: '1000000000',
       LOG_LEVEL: 'info',
       ...env,
     });
