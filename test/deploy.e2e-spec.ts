@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { usingPostgres, usingRedis } from './helpers/app.js';
+import { testSchemaName, usingPostgres, usingRedis } from './helpers/app.js';
 import { ROOT, serviceBuild } from './helpers/build.js';
 import { request } from './helpers/http.js';
 import { freePort } from './helpers/rate-limit.js';
@@ -121,7 +121,7 @@ describe.skipIf(reason !== '')(
   `the compose shape: two replicas behind deploy/nginx.conf${reason}`,
   () => {
     let dir: string;
-    const schema = `atrium_t_${randomBytes(6).toString('hex')}`;
+    const schema = testSchemaName();
     const procs: Proc[] = [];
     const apiPorts: [number, number] = [0, 0];
     const metricsPorts: [number, number] = [0, 0];

@@ -43,7 +43,17 @@ function buildRoot(): string {
   return dir;
 }
 
-/** On PostgreSQL, drop the per-suite schemas an earlier run left behind (each suite makes its own). */
+/**
+ * Whether a suite's schema (test/helpers/app.ts testSchemaName) belongs to a run long over: made
+ * more than an hour ago (no run lasts that long), or named without its creation time (older code).
+ * A run still going on the same database (another checkout's) keeps its schemas.
+ */
+function leftOver(schema: string): boolean {
+  const made = /^atrium_t_([0-9a-z]+)_[0-9a-f]+$/.exec(schema);
+  return !made || Date.now() - parseInt(made[1], 36) > 60 * 60 * 1000;
+}
+
+/** On PostgreSQL, drop the per-suite schemas earlier runs left behind (each suite makes its own). */
 export default async function setup(): Promise<() => void> {
   const statsFile = openApiStatsFile();
   const builds = buildRoot();
@@ -62,7 +72,9 @@ export default async function setup(): Promise<() => void> {
       "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'atrium_t_%'",
     );
     for (const { nspname } of rows) {
-      await client.query(`DROP SCHEMA IF EXISTS "${nspname}" CASCADE`);
+      if (leftOver(nspname)) {
+        await client.query(`DROP SCHEMA IF EXISTS "${nspname}" CASCADE`);
+      }
     }
   } finally {
     await client.end();

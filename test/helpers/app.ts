@@ -16,6 +16,15 @@ const SHARED_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKe
 export const usingPostgres = (process.env.DATABASE_URL ?? '').startsWith('postgres');
 export const usingRedis = Boolean(process.env.REDIS_URL);
 
+/**
+ * A new PostgreSQL schema name for a suite: `atrium_t_<creation time in base 36>_<random>`. The time
+ * lets test/global-setup.ts drop the schemas of runs long over without touching those of a run that
+ * is still going on the same database.
+ */
+export function testSchemaName(): string {
+  return `atrium_t_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
+}
+
 /** A new database for a suite: SQLite in memory, or a fresh PostgreSQL schema of the test database. */
 export function freshDatabaseUrl(): string {
   const url = process.env.DATABASE_URL;
@@ -23,7 +32,7 @@ export function freshDatabaseUrl(): string {
     return 'sqlite::memory:';
   }
   const u = new URL(url);
-  u.searchParams.set('schema', `atrium_t_${randomBytes(6).toString('hex')}`);
+  u.searchParams.set('schema', testSchemaName());
   return u.toString();
 }
 
