@@ -1,7 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDatabaseUrl, startApp, usingPostgres, type TestApp } from './helpers/app.js';
+import {
+  freshDatabaseUrl,
+  startApp,
+  testSchemaName,
+  usingPostgres,
+  type TestApp,
+} from './helpers/app.js';
 import { createUser, type CreatedUser } from './helpers/factories.js';
 import { gql } from './graphql-client.js';
 import type { TestResponse } from './helpers/http.js';
@@ -152,7 +157,7 @@ describe.skipIf(!usingPostgres || (!pgBin && !process.env.CI))(
       await cluster.init();
       await cluster.start();
       const url = new URL(cluster.url);
-      schema = `atrium_t_${randomBytes(6).toString('hex')}`;
+      schema = testSchemaName();
       url.searchParams.set('schema', schema);
       // short bounds for the hung-server test (the defaults are 5 s and 10 s)
       t = await startApp({

@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { usingPostgres, usingRedis } from './helpers/app.js';
-import { buildInto, ROOT } from './helpers/build.js';
+import { testSchemaName, usingPostgres, usingRedis } from './helpers/app.js';
+import { ROOT, serviceBuild } from './helpers/build.js';
 import { request } from './helpers/http.js';
 import { freePort } from './helpers/rate-limit.js';
 
@@ -160,7 +160,7 @@ describe.skipIf(reason !== '')(
   `the compose shape: two replicas behind deploy/nginx.conf${reason}`,
   () => {
     let dir: string;
-    const schema = `atrium_t_${randomBytes(6).toString('hex')}`;
+    const schema = testSchemaName();
     const procs: Proc[] = [];
     const apiPorts: [number, number] = [0, 0];
     const metricsPorts: [number, number] = [0, 0];
@@ -170,9 +170,8 @@ describe.skipIf(reason !== '')(
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'atrium-deploy-'));
-      // a build of our own: dist/ may be rebuilt by another suite while these processes load it
-      const outDir = join(ROOT, 'node_modules/.cache/atrium-deploy-e2e/dist');
-      buildInto(outDir, true);
+      // a build of our own or CI's (test/helpers/build.ts): never dist/ while something rebuilds it
+      const outDir = serviceBuild();
 
       for (const i of [0, 1]) {
         apiPorts[i] = await freePort();

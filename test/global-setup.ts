@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -31,10 +31,36 @@ function printOpenApiStats(file: string): void {
   );
 }
 
-/** On PostgreSQL, drop the per-suite schemas an earlier run left behind (each suite makes its own). */
+/**
+ * The folder test processes compile the service into when a suite runs it as a process and
+ * ATRIUM_TEST_BUILD names no build (test/helpers/build.ts): one per run, removed at the end.
+ */
+function buildRoot(): string {
+  const parent = new URL('../node_modules/.cache/atrium-test-builds', import.meta.url).pathname;
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(join(parent, 'run-'));
+  process.env.ATRIUM_TEST_BUILD_ROOT = dir;
+  return dir;
+}
+
+/**
+ * Whether a suite's schema (test/helpers/app.ts testSchemaName) belongs to a run long over: made
+ * more than an hour ago (no run lasts that long), or named without its creation time (older code).
+ * A run still going on the same database (another checkout's) keeps its schemas.
+ */
+function leftOver(schema: string): boolean {
+  const made = /^atrium_t_([0-9a-z]+)_[0-9a-f]+$/.exec(schema);
+  return !made || Date.now() - parseInt(made[1], 36) > 60 * 60 * 1000;
+}
+
+/** On PostgreSQL, drop the per-suite schemas earlier runs left behind (each suite makes its own). */
 export default async function setup(): Promise<() => void> {
   const statsFile = openApiStatsFile();
-  const teardown = () => printOpenApiStats(statsFile);
+  const builds = buildRoot();
+  const teardown = () => {
+    printOpenApiStats(statsFile);
+    rmSync(builds, { recursive: true, force: true });
+  };
   const url = process.env.DATABASE_URL;
   if (!url?.startsWith('postgres')) {
     return teardown;
@@ -46,7 +72,9 @@ export default async function setup(): Promise<() => void> {
       "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'atrium_t_%'",
     );
     for (const { nspname } of rows) {
-      await client.query(`DROP SCHEMA IF EXISTS "${nspname}" CASCADE`);
+      if (leftOver(nspname)) {
+        await client.query(`DROP SCHEMA IF EXISTS "${nspname}" CASCADE`);
+      }
     }
   } finally {
     await client.end();

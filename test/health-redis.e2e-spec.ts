@@ -109,14 +109,28 @@ async function timedStart(env: Record<string, string>) {
 describe('Redis down at boot', () => {
   it('boots about as fast as without Redis, and readiness says Redis is down', async () => {
     const url = `redis://127.0.0.1:${await closedPort()}`;
-    // warm (module loading, first schema build) so that the two timed boots compare like for like
+    // warm (module loading, first schema build) so that the timed boots compare like for like
     await (await startApp({ REDIS_URL: '' })).close();
+    // the fastest of three boots each, alternating, so that one slow boot on a busy machine does
+    // not count
+    let withoutMs = Infinity;
+    let downMs = Infinity;
+    for (let i = 0; i < 2; i++) {
+      const without = await timedStart({ REDIS_URL: '' });
+      await without.t.close();
+      withoutMs = Math.min(withoutMs, without.ms);
+      const down = await timedStart({ REDIS_URL: url });
+      await down.t.close();
+      downMs = Math.min(downMs, down.ms);
+    }
     const without = await timedStart({ REDIS_URL: '' });
     await without.t.close();
+    withoutMs = Math.min(withoutMs, without.ms);
     const down = await timedStart({ REDIS_URL: url });
+    downMs = Math.min(downMs, down.ms);
     try {
       // was ~5 s more (2 s rate-limit store wait + 3 s event-bus wait, each for a Redis refusing)
-      expect(down.ms - without.ms).toBeLessThan(1_500);
+      expect(downMs - withoutMs).toBeLessThan(1_500);
       const r = await ready(down.t);
       expect(r).toEqual({ status: 503, database: 'up', redis: 'down' });
       // the API still serves (rate limits fail open)

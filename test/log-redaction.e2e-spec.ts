@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabaseUrl, usingPostgres } from './helpers/app.js';
-import { buildInto } from './helpers/build.js';
+import { serviceBuild } from './helpers/build.js';
 import { request } from './helpers/http.js';
 
 /**
  * Database errors must never put a statement's parameters (an email, a password hash) into the logs.
- * Seen from outside: the service runs as a process (built into an ignored folder of its own, so this
- * file does not race other suites over dist/), a trigger makes the INSERT of a registration fail, and
+ * Seen from outside: the service runs as a process (a build of its own or CI's, test/helpers/build.ts),
+ * a trigger makes the INSERT of a registration fail, and
  * the process's log lines are searched for the values.
  */
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -35,7 +35,6 @@ function freePort(): Promise<number> {
 }
 
 describe('database errors in the logs', () => {
-  let build: string;
   let dir: string;
   let child: ChildProcess | undefined;
   let out = '';
@@ -43,8 +42,7 @@ describe('database errors in the logs', () => {
   const databaseUrl = usingPostgres ? freshDatabaseUrl() : '';
 
   beforeAll(async () => {
-    build = join(ROOT, 'data', `log-redaction-build-${randomBytes(4).toString('hex')}`);
-    buildInto(build);
+    const build = serviceBuild();
     dir = mkdtempSync(join(tmpdir(), 'atrium-logs-'));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -84,7 +82,6 @@ describe('database errors in the logs', () => {
       child.kill('SIGTERM');
       await exited;
     }
-    rmSync(build, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
   });
 

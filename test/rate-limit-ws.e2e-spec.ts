@@ -1,10 +1,12 @@
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { EventsService, TOPICS } from '../src/events/events.service.js';
 import { startApp, type TestApp } from './helpers/app.js';
 import { createApiKey } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 import { signUp, type SignedUp } from './helpers/rate-limit.js';
+import { listening, until } from './subscriptions-helpers.js';
 
 interface Message {
   id?: string;
@@ -152,7 +154,17 @@ describe('WebSocket caps', () => {
 
     s.complete('1');
     await s.roundTrip();
+    // the app listens for '2' alone, then for '2' and '4' (with Redis, a subscription is set up
+    // asynchronously: the change below must not come before it)
+    const events = t.app.get(EventsService);
+    const topic = TOPICS.userUpdated(u.id);
+    await until(
+      () => events.listenerCount(topic) === 1,
+      5_000,
+      () => `${events.listenerCount(topic)} listeners`,
+    );
     s.subscribe('4', sub);
+    await listening(t, topic, 2);
     // '2' and '4' are live: a change of the user reaches both
     const patched = await u.client.patch(
       `/api/v1/users/${u.id}`,

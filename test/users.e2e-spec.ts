@@ -1,8 +1,14 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
-import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
-import { client, type Client } from './helpers/http.js';
+import {
+  adminClient,
+  createUser,
+  tokenFor,
+  unique,
+  type CreatedUser,
+} from './helpers/factories.js';
+import { client, request, type Client } from './helpers/http.js';
 
 /** What is stored, read straight from the database (not through the API under test). */
 async function storedUser(t: TestApp, id: string) {
@@ -58,7 +64,33 @@ describe('users resource (/api/v1/users)', () => {
       expect(res.body.data).not.toHaveProperty('password');
       const row = await storedUser(t, id);
       expect(row?.name).toBe('Carol');
-      expect(String(row?.password_hash)).toMatch(/^\$argon2id\$/);
+      // the suite's cheap profile (test/helpers/app.ts)
+      expect(String(row?.password_hash)).toMatch(/^\$argon2id\$v=19\$m=1024,t=1,p=1\$/);
+    });
+
+    it('hashes with OWASP argon2id parameters (19 MiB, t=2) outside the test profile, and they verify', async () => {
+      const real = await startApp({ PASSWORD_HASH_PROFILE: undefined });
+      try {
+        expect(real.config.passwordHashProfile).toBe('owasp');
+        const user = await createUser(real.url);
+        const row = await storedUser(real, user.id);
+        expect(String(row?.password_hash)).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+        // the ADMIN seeded at boot too, and both log in with their passwords
+        const admin = await real.app
+          .get(DataSource)
+          .query<
+            { password_hash: string }[]
+          >(`SELECT password_hash FROM users WHERE role = 'ADMIN'`);
+        expect(admin[0]?.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+        expect(await tokenFor(real.url, user.email, user.password)).toMatch(/^ey/);
+        const wrong = await request(real.url, '/api/v1/auth/token', {
+          method: 'POST',
+          body: { email: user.email, password: `${user.password}x` },
+        });
+        expect(wrong.status).toBe(401);
+      } finally {
+        await real.close();
+      }
     });
 
     it('returns 422 with field details for invalid members and stores nothing', async () => {

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
 import { isStorableText } from '../common/validation.js';
@@ -32,7 +33,10 @@ export class AuthService {
   /** The hash each password caller was checked against (for `recheckBasic`). */
   private readonly passwordHashes = new WeakMap<Caller, string>();
 
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly db: DatabaseService,
+  ) {}
 
   /** The live user's id and role, or undefined when deleted/unknown. */
   async liveUserRole(userId: string): Promise<Role | undefined> {
@@ -54,7 +58,7 @@ export class AuthService {
     );
     const row = rows[0];
     if (!row?.password_hash) {
-      await verifyPassword(await dummyPasswordHash(), password);
+      await verifyPassword(await dummyPasswordHash(this.config.passwordHashProfile), password);
       return undefined;
     }
     if (!(await verifyPassword(row.password_hash, password)) || !isRole(row.role)) {

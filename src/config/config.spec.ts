@@ -14,6 +14,21 @@ describe('loadConfig', () => {
       authRateLimit: 10,
       logLevel: 'info',
       corsOrigins: ['https://studio.apollographql.com', 'http://localhost:*'],
+      passwordHashProfile: 'owasp',
+    });
+  });
+
+  it('accepts the cheap password hash profile with NODE_ENV=test only', () => {
+    expect(
+      loadConfig({ NODE_ENV: 'test', PASSWORD_HASH_PROFILE: 'test' }).passwordHashProfile,
+    ).toBe('test');
+    for (const NODE_ENV of ['production', 'development', undefined]) {
+      expect(() => loadConfig({ NODE_ENV, PASSWORD_HASH_PROFILE: 'test' })).toThrow(
+        /^Invalid configuration: PASSWORD_HASH_PROFILE test is accepted only with NODE_ENV=test$/,
+      );
+    }
+    expect(loadConfig({ NODE_ENV: 'production', PASSWORD_HASH_PROFILE: 'owasp' })).toMatchObject({
+      passwordHashProfile: 'owasp',
     });
   });
 
@@ -73,6 +88,7 @@ describe('loadConfig', () => {
     [{ RATE_LIMIT: '0' }, 'RATE_LIMIT'],
     [{ GRAPHQL_INTROSPECTION: 'maybe' }, 'GRAPHQL_INTROSPECTION'],
     [{ NODE_ENV: 'staging' }, 'NODE_ENV'],
+    [{ NODE_ENV: 'test', PASSWORD_HASH_PROFILE: 'weak' }, 'PASSWORD_HASH_PROFILE'],
   ])('rejects %o naming %s', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(new RegExp(`^Invalid configuration: ${name} `));

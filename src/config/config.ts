@@ -1,6 +1,13 @@
 import { existsSync } from 'node:fs';
 import { config as loadDotenv } from 'dotenv';
 
+/**
+ * argon2id parameter sets of new password hashes (src/auth/passwords.ts): `owasp` everywhere,
+ * `test` (cheap) only with NODE_ENV=test, for the test suite.
+ */
+export const PASSWORD_HASH_PROFILES = ['owasp', 'test'] as const;
+export type PasswordHashProfile = (typeof PASSWORD_HASH_PROFILES)[number];
+
 /** Where the database lives; parsed from DATABASE_URL. */
 export type DatabaseConfig =
   | { type: 'sqlite'; path: string }
@@ -25,6 +32,8 @@ export interface AppConfig {
   redisPrefix: string;
   adminEmail?: string;
   adminPassword?: string;
+  /** argon2id parameters of new password hashes (src/auth/passwords.ts); `test` only with NODE_ENV=test. */
+  passwordHashProfile: PasswordHashProfile;
   jwtPrivateKey?: string;
   jwtAccessTtlS: number;
   refreshTtlS: number;
@@ -211,6 +220,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError('ADMIN_PASSWORD', 'must be 12 to 128 characters long');
   }
 
+  const passwordHashProfile = (env.PASSWORD_HASH_PROFILE || 'owasp') as PasswordHashProfile;
+  if (!PASSWORD_HASH_PROFILES.includes(passwordHashProfile)) {
+    throw new ConfigError(
+      'PASSWORD_HASH_PROFILE',
+      `must be one of ${PASSWORD_HASH_PROFILES.join(', ')}, got "${passwordHashProfile}"`,
+    );
+  }
+  if (passwordHashProfile === 'test' && nodeEnv !== 'test') {
+    // weak hashes are for the test suite only: never in a running deployment
+    throw new ConfigError('PASSWORD_HASH_PROFILE', 'test is accepted only with NODE_ENV=test');
+  }
+
   const jwtPrivateKey = env.JWT_PRIVATE_KEY ? env.JWT_PRIVATE_KEY.replace(/\\n/g, '\n') : undefined;
   if (jwtPrivateKey !== undefined && !jwtPrivateKey.includes('PRIVATE KEY-----')) {
     throw new ConfigError('JWT_PRIVATE_KEY', 'must be a PEM private key');
@@ -247,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'atrium:',
     adminEmail,
     adminPassword,
+    passwordHashProfile,
     jwtPrivateKey,
     jwtAccessTtlS: int(env, 'JWT_ACCESS_TTL_S', 900, 30, 86_400),
     refreshTtlS: int(env, 'REFRESH_TTL_S', 30 * 86_400, 1, 365 * 86_400),

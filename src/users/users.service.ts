@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { hashPassword } from '../auth/passwords.js';
@@ -12,6 +12,7 @@ import {
   Unauthorized,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
@@ -79,6 +80,7 @@ export interface BatchResult {
 @Injectable()
 export class UsersService {
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: DatabaseService,
     private readonly events: EventsService,
     private readonly refreshTokens: RefreshTokensRepository,
@@ -281,7 +283,7 @@ export class UsersService {
         updatedAt: laterThan(entity.updatedAt),
       };
       if (entity.passwordHash === null) {
-        changes.passwordHash = await hashPassword(password);
+        changes.passwordHash = await hashPassword(password, this.config.passwordHashProfile);
       }
       await manager.update(UserEntity, { id: entity.id }, changes);
       this.counters.add(tx, {
@@ -414,7 +416,9 @@ export class UsersService {
       emailNormalized: input.email ? input.email.toLowerCase() : null,
       role: input.role ?? Role.USER,
       age: input.age ?? null,
-      passwordHash: input.password ? await hashPassword(input.password) : null,
+      passwordHash: input.password
+        ? await hashPassword(input.password, this.config.passwordHashProfile)
+        : null,
       tokensValidAfter: null,
       createdAt: now,
       updatedAt: now,
@@ -473,7 +477,7 @@ export class UsersService {
     if (patch.password !== undefined) {
       // a new password ends every session (docs/data-integrity.md): refresh tokens are deleted with
       // the change, and access tokens issued before it are refused from now on
-      changes.passwordHash = await hashPassword(patch.password);
+      changes.passwordHash = await hashPassword(patch.password, this.config.passwordHashProfile);
       changes.tokensValidAfter = changes.updatedAt;
       await this.refreshTokens.revokeUser(tx.manager, id);
     }

@@ -16,6 +16,15 @@ const SHARED_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKe
 export const usingPostgres = (process.env.DATABASE_URL ?? '').startsWith('postgres');
 export const usingRedis = Boolean(process.env.REDIS_URL);
 
+/**
+ * A new PostgreSQL schema name for a suite: `atrium_t_<creation time in base 36>_<random>`. The time
+ * lets test/global-setup.ts drop the schemas of runs long over without touching those of a run that
+ * is still going on the same database.
+ */
+export function testSchemaName(): string {
+  return `atrium_t_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
+}
+
 /** A new database for a suite: SQLite in memory, or a fresh PostgreSQL schema of the test database. */
 export function freshDatabaseUrl(): string {
   const url = process.env.DATABASE_URL;
@@ -23,7 +32,7 @@ export function freshDatabaseUrl(): string {
     return 'sqlite::memory:';
   }
   const u = new URL(url);
-  u.searchParams.set('schema', `atrium_t_${randomBytes(6).toString('hex')}`);
+  u.searchParams.set('schema', testSchemaName());
   return u.toString();
 }
 
@@ -59,6 +68,9 @@ export async function startApp(
     GRAPHQL_COST_BUDGET: '1000000000',
     WS_MAX_CONNECTIONS_PER_IDENTITY: '1000000',
     WS_MAX_OPERATIONS_PER_CONNECTION: '1000000',
+    // cheap argon2id parameters (accepted with NODE_ENV=test only); test/users.e2e-spec.ts checks
+    // the real profile
+    PASSWORD_HASH_PROFILE: 'test',
     ...env,
   });
   const app = await createApp(config, options);
