@@ -11,7 +11,11 @@ import { RawConnection, type RawResponse } from './helpers/raw-http.js';
 /** Open file descriptors of this process (the app runs in it). */
 const openFds = (): number => readdirSync('/proc/self/fd').length;
 
-/** Connections the app's HTTP server holds (upgraded sockets included until they close). */
+/**
+ * Connections the app's HTTP server holds (upgraded sockets included until they close). Compared
+ * with a baseline as "at most": the baseline may hold idle keep-alive connections of earlier
+ * fetches, which the client side closes after a few seconds.
+ */
 function serverConnections(t: TestApp): Promise<number> {
   const server = t.app.getHttpServer() as net.Server;
   return new Promise((resolve, reject) =>
@@ -100,7 +104,7 @@ describe('an Upgrade request on any path is answered and its socket closed', () 
     // every client socket of the test is destroyed: what is left open would be the server's
     await vi.waitFor(
       async () => {
-        expect(await serverConnections(t)).toBe(connections);
+        expect(await serverConnections(t)).toBeLessThanOrEqual(connections);
         expect(openFds()).toBeLessThanOrEqual(baseline + 5);
       },
       { timeout: 10_000, interval: 100 },
@@ -129,10 +133,13 @@ describe('an Upgrade request on any path is answered and its socket closed', () 
       conn.destroy();
     });
     // the client sockets still exist on the test's side; the server holds none of them
-    await vi.waitFor(async () => expect(await serverConnections(t)).toBe(connections), {
-      timeout: 10_000,
-      interval: 100,
-    });
+    await vi.waitFor(
+      async () => expect(await serverConnections(t)).toBeLessThanOrEqual(connections),
+      {
+        timeout: 10_000,
+        interval: 100,
+      },
+    );
     silent.forEach((s) => s.destroy());
     await vi.waitFor(() => expect(openFds()).toBeLessThanOrEqual(baseline + 5), {
       timeout: 10_000,
@@ -171,7 +178,9 @@ describe('an Upgrade request on any path is answered and its socket closed', () 
       upgradeRequest('/graphql', { Origin: 'https://evil.example' }),
     );
     expectEnvelope(origin, 403, 'forbidden');
-    await vi.waitFor(async () => expect(await serverConnections(t)).toBe(connections));
+    await vi.waitFor(async () =>
+      expect(await serverConnections(t)).toBeLessThanOrEqual(connections),
+    );
   });
 
   it('still upgrades a WebSocket on /graphql', async () => {

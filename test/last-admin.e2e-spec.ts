@@ -185,7 +185,8 @@ describe('the last ADMIN under concurrency', () => {
   let a: CreatedUser;
   let b: CreatedUser;
 
-  beforeAll(async () => {
+  // each test starts from its own app with exactly two ADMINs (the tests run in any order)
+  beforeEach(async () => {
     t = await startApp();
     a = await createUser(t.url, { role: 'ADMIN' });
     b = await createUser(t.url, { role: 'ADMIN' });
@@ -194,7 +195,7 @@ describe('the last ADMIN under concurrency', () => {
     expect((await a.client.delete(`/api/v1/users/${rootId}`)).status).toBe(204);
     expect((await liveAdmins(t)).sort()).toEqual([a.id, b.id].sort());
   });
-  afterAll(() => t?.close());
+  afterEach(() => t?.close());
 
   /** An ADMIN created by `by` (the bootstrap ADMIN is gone) and signed in. */
   async function newAdmin(by: CreatedUser): Promise<CreatedUser> {
