@@ -123,6 +123,22 @@ describe('auth declarations: every route and root field declares its role and it
     expect(flawed).toEqual([]);
   });
 
+  it('the writes the contract refuses to GUESTs declare USER (so OpenAPI, @auth and the service agree)', () => {
+    const byHandler = new Map(restRoutes(t).map((r) => [r.route.split(' ')[0], r.requirement]));
+    for (const handler of [
+      'RoomsController.create',
+      'RoomsController.send',
+      'PostsController.create',
+    ]) {
+      expect(byHandler.get(handler), handler).toMatchObject({ role: 'USER' });
+    }
+    const schema = t.app.get(GraphQLSchemaHost).schema;
+    const mutations = schema.getMutationType()!.getFields();
+    for (const name of ['createRoom', 'sendMessage', 'createPost']) {
+      expect(authOf(schema, mutations[name])?.requires, name).toBe('USER');
+    }
+  });
+
   it('every root field has @auth(requires:, scopes:) and every object type @auth(scopes:)', () => {
     const schema = t.app.get(GraphQLSchemaHost).schema;
     const flawed: string[] = [];
