@@ -129,12 +129,15 @@ describe('auth declarations: every route and root field declares its role and it
       'RoomsController.create',
       'RoomsController.send',
       'PostsController.create',
+      'PostsController.replace',
+      'PostsController.patch',
+      'PostsController.remove',
     ]) {
       expect(byHandler.get(handler), handler).toMatchObject({ role: 'USER' });
     }
     const schema = t.app.get(GraphQLSchemaHost).schema;
     const mutations = schema.getMutationType()!.getFields();
-    for (const name of ['createRoom', 'sendMessage', 'createPost']) {
+    for (const name of ['createRoom', 'sendMessage', 'createPost', 'updatePost', 'deletePost']) {
       expect(authOf(schema, mutations[name])?.requires, name).toBe('USER');
     }
   });

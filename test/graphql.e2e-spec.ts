@@ -821,5 +821,34 @@ describe('GraphQL API (/graphql)', () => {
       const gone = await gql(t.url, `{ post(id: "${id}") { id } }`, { auth: admin });
       expect(codes(gone.body)).toEqual(['NOT_FOUND']);
     });
+
+    it('updatePost / deletePost refuse a GUEST by the declared floor (@auth requires USER): FORBIDDEN even for invalid input or an unknown post, nothing changed', async () => {
+      const created = await gql(
+        t.url,
+        'mutation { createPost(input: { title: "Kept", body: "b" }) { id } }',
+        { auth: { bearer: bob.token } },
+      );
+      const id = created.body.data.createPost.id as string;
+      const unknown = 'pst_01ZZZZZZZZZZZZZZZZZZZZZZZZ';
+      for (const target of [id, unknown]) {
+        for (const input of ['{ title: "G" }', '{ title: "" }', '{ body: "x" }']) {
+          const res = await gql(
+            t.url,
+            `mutation { updatePost(id: "${target}", input: ${input}) { id } }`,
+            { auth: { bearer: guest.token } },
+          );
+          expect(res.body.data?.updatePost ?? null, `${target} ${input}`).toBeNull();
+          expect(codes(res.body), `${target} ${input}`).toEqual(['FORBIDDEN']);
+        }
+        const del = await gql(t.url, `mutation { deletePost(id: "${target}") { id } }`, {
+          auth: { bearer: guest.token },
+        });
+        expect(del.body.data?.deletePost ?? null, target).toBeNull();
+        expect(codes(del.body), target).toEqual(['FORBIDDEN']);
+      }
+      const rest = await bob.client.get(`/api/v1/posts/${id}`);
+      expect(rest.status).toBe(200);
+      expect(rest.body.data).toMatchObject({ title: 'Kept', body: 'b' });
+    });
   });
 });
