@@ -123,7 +123,7 @@ describe('auth declarations: every route and root field declares its role and it
     expect(flawed).toEqual([]);
   });
 
-  it('the writes the contract refuses to GUESTs declare USER (so OpenAPI, @auth and the service agree)', () => {
+  it('the routes and root fields the contract refuses to GUESTs declare USER (so OpenAPI, @auth and the service agree)', () => {
     const byHandler = new Map(restRoutes(t).map((r) => [r.route.split(' ')[0], r.requirement]));
     for (const handler of [
       'RoomsController.create',
@@ -132,14 +132,29 @@ describe('auth declarations: every route and root field declares its role and it
       'PostsController.replace',
       'PostsController.patch',
       'PostsController.remove',
+      'OrdersController.list',
+      'OrdersController.create',
+      'OrdersController.get',
+      'OrdersController.update',
     ]) {
       expect(byHandler.get(handler), handler).toMatchObject({ role: 'USER' });
     }
     const schema = t.app.get(GraphQLSchemaHost).schema;
     const mutations = schema.getMutationType()!.getFields();
-    for (const name of ['createRoom', 'sendMessage', 'createPost', 'updatePost', 'deletePost']) {
+    for (const name of [
+      'createRoom',
+      'sendMessage',
+      'createPost',
+      'updatePost',
+      'deletePost',
+      'createOrder',
+      'updateOrderStatus',
+    ]) {
       expect(authOf(schema, mutations[name])?.requires, name).toBe('USER');
     }
+    expect(authOf(schema, schema.getQueryType()!.getFields().order)?.requires, 'order').toBe(
+      'USER',
+    );
   });
 
   it('every root field has @auth(requires:, scopes:) and every object type @auth(scopes:)', () => {
