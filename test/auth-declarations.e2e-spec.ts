@@ -136,6 +136,10 @@ describe('auth declarations: every route and root field declares its role and it
       'OrdersController.create',
       'OrdersController.get',
       'OrdersController.update',
+      'UsersController.batch',
+      'UsersController.replace',
+      'UsersController.patch',
+      'UsersController.remove',
     ]) {
       expect(byHandler.get(handler), handler).toMatchObject({ role: 'USER' });
     }
@@ -149,9 +153,12 @@ describe('auth declarations: every route and root field declares its role and it
       'deletePost',
       'createOrder',
       'updateOrderStatus',
+      'updateUser',
+      'deleteUser',
     ]) {
       expect(authOf(schema, mutations[name])?.requires, name).toBe('USER');
     }
+    expect(authOf(schema, mutations.bulkCreate)?.requires, 'bulkCreate').toBe('ADMIN');
     expect(authOf(schema, schema.getQueryType()!.getFields().order)?.requires, 'order').toBe(
       'USER',
     );

@@ -765,6 +765,33 @@ describe('GraphQL API (/graphql)', () => {
       expect(codes(asUser.body)).toEqual(['FORBIDDEN']);
     });
 
+    it('refuses by the declared floor: bulkCreate needs ADMIN (even an empty list), updateUser and deleteUser USER; nothing changed', async () => {
+      for (const who of [alice, guest]) {
+        const res = await gql(t.url, 'mutation { bulkCreate(input: []) { id } }', {
+          auth: { bearer: who.token },
+        });
+        expect(res.body.data?.bulkCreate ?? null, who.id).toBeNull();
+        expect(codes(res.body), who.id).toEqual(['FORBIDDEN']);
+      }
+      const unknown = 'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+      for (const target of [guest.id, unknown]) {
+        for (const args of ['name: "Nope"', 'name: ""', 'input: { age: -1 }']) {
+          const res = await gql(t.url, `mutation { updateUser(id: "${target}", ${args}) { id } }`, {
+            auth: { bearer: guest.token },
+          });
+          expect(res.body.data?.updateUser ?? null, `${target} ${args}`).toBeNull();
+          expect(codes(res.body), `${target} ${args}`).toEqual(['FORBIDDEN']);
+        }
+        const del = await gql(t.url, `mutation { deleteUser(id: "${target}") { id } }`, {
+          auth: { bearer: guest.token },
+        });
+        expect(del.body.data?.deleteUser ?? null, target).toBeNull();
+        expect(codes(del.body), target).toEqual(['FORBIDDEN']);
+      }
+      const me = await gql(t.url, '{ me { id name } }', { auth: { bearer: guest.token } });
+      expect(me.body.data.me).toEqual({ id: guest.id, name: 'Gus Guest' });
+    });
+
     it('createPost / updatePost / deletePost with the posts permission rules', async () => {
       const created = await gql(
         t.url,
