@@ -200,7 +200,7 @@ export async function createApp(
       .setTitle('Atrium resource API')
       .setDescription('Users, orders, posts, rooms and messages. See README.md for the rules.')
       .setVersion('1')
-      // relative: Swagger UI and clients call the address they read the document at (README)
+      // relative: Swagger UI and clients call the address they read the document at (docs/openapi.md)
       .addServer('/', 'This server, at the address the document was read from')
       .addBearerAuth()
       .addBasicAuth()

@@ -123,6 +123,47 @@ describe('auth declarations: every route and root field declares its role and it
     expect(flawed).toEqual([]);
   });
 
+  it('the routes and root fields the contract refuses to GUESTs declare USER (so OpenAPI, @auth and the service agree)', () => {
+    const byHandler = new Map(restRoutes(t).map((r) => [r.route.split(' ')[0], r.requirement]));
+    for (const handler of [
+      'RoomsController.create',
+      'RoomsController.send',
+      'PostsController.create',
+      'PostsController.replace',
+      'PostsController.patch',
+      'PostsController.remove',
+      'OrdersController.list',
+      'OrdersController.create',
+      'OrdersController.get',
+      'OrdersController.update',
+      'UsersController.batch',
+      'UsersController.replace',
+      'UsersController.patch',
+      'UsersController.remove',
+    ]) {
+      expect(byHandler.get(handler), handler).toMatchObject({ role: 'USER' });
+    }
+    const schema = t.app.get(GraphQLSchemaHost).schema;
+    const mutations = schema.getMutationType()!.getFields();
+    for (const name of [
+      'createRoom',
+      'sendMessage',
+      'createPost',
+      'updatePost',
+      'deletePost',
+      'createOrder',
+      'updateOrderStatus',
+      'updateUser',
+      'deleteUser',
+    ]) {
+      expect(authOf(schema, mutations[name])?.requires, name).toBe('USER');
+    }
+    expect(authOf(schema, mutations.bulkCreate)?.requires, 'bulkCreate').toBe('ADMIN');
+    expect(authOf(schema, schema.getQueryType()!.getFields().order)?.requires, 'order').toBe(
+      'USER',
+    );
+  });
+
   it('every root field has @auth(requires:, scopes:) and every object type @auth(scopes:)', () => {
     const schema = t.app.get(GraphQLSchemaHost).schema;
     const flawed: string[] = [];

@@ -785,6 +785,33 @@ describe('GraphQL API (/graphql)', () => {
       expect(codes(asUser.body)).toEqual(['FORBIDDEN']);
     });
 
+    it('refuses by the declared floor: bulkCreate needs ADMIN (even an empty list), updateUser and deleteUser USER; nothing changed', async () => {
+      for (const who of [alice, guest]) {
+        const res = await gql(t.url, 'mutation { bulkCreate(input: []) { id } }', {
+          auth: { bearer: who.token },
+        });
+        expect(res.body.data?.bulkCreate ?? null, who.id).toBeNull();
+        expect(codes(res.body), who.id).toEqual(['FORBIDDEN']);
+      }
+      const unknown = 'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+      for (const target of [guest.id, unknown]) {
+        for (const args of ['name: "Nope"', 'name: ""', 'input: { age: -1 }']) {
+          const res = await gql(t.url, `mutation { updateUser(id: "${target}", ${args}) { id } }`, {
+            auth: { bearer: guest.token },
+          });
+          expect(res.body.data?.updateUser ?? null, `${target} ${args}`).toBeNull();
+          expect(codes(res.body), `${target} ${args}`).toEqual(['FORBIDDEN']);
+        }
+        const del = await gql(t.url, `mutation { deleteUser(id: "${target}") { id } }`, {
+          auth: { bearer: guest.token },
+        });
+        expect(del.body.data?.deleteUser ?? null, target).toBeNull();
+        expect(codes(del.body), target).toEqual(['FORBIDDEN']);
+      }
+      const me = await gql(t.url, '{ me { id name } }', { auth: { bearer: guest.token } });
+      expect(me.body.data.me).toEqual({ id: guest.id, name: 'Gus Guest' });
+    });
+
     it('createPost / updatePost / deletePost with the posts permission rules', async () => {
       const created = await gql(
         t.url,
@@ -840,6 +867,35 @@ describe('GraphQL API (/graphql)', () => {
       expect(del.body.data.deletePost).toEqual({ id });
       const gone = await gql(t.url, `{ post(id: "${id}") { id } }`, { auth: admin });
       expect(codes(gone.body)).toEqual(['NOT_FOUND']);
+    });
+
+    it('updatePost / deletePost refuse a GUEST by the declared floor (@auth requires USER): FORBIDDEN even for invalid input or an unknown post, nothing changed', async () => {
+      const created = await gql(
+        t.url,
+        'mutation { createPost(input: { title: "Kept", body: "b" }) { id } }',
+        { auth: { bearer: bob.token } },
+      );
+      const id = created.body.data.createPost.id as string;
+      const unknown = 'pst_01ZZZZZZZZZZZZZZZZZZZZZZZZ';
+      for (const target of [id, unknown]) {
+        for (const input of ['{ title: "G" }', '{ title: "" }', '{ body: "x" }']) {
+          const res = await gql(
+            t.url,
+            `mutation { updatePost(id: "${target}", input: ${input}) { id } }`,
+            { auth: { bearer: guest.token } },
+          );
+          expect(res.body.data?.updatePost ?? null, `${target} ${input}`).toBeNull();
+          expect(codes(res.body), `${target} ${input}`).toEqual(['FORBIDDEN']);
+        }
+        const del = await gql(t.url, `mutation { deletePost(id: "${target}") { id } }`, {
+          auth: { bearer: guest.token },
+        });
+        expect(del.body.data?.deletePost ?? null, target).toBeNull();
+        expect(codes(del.body), target).toEqual(['FORBIDDEN']);
+      }
+      const rest = await bob.client.get(`/api/v1/posts/${id}`);
+      expect(rest.status).toBe(200);
+      expect(rest.body.data).toMatchObject({ title: 'Kept', body: 'b' });
     });
   });
 });

@@ -98,6 +98,41 @@ describe('orders over GraphQL', () => {
     expectNoErrors(anyone);
   });
 
+  it('refuses a GUEST by the declared floor (@auth requires USER): FORBIDDEN even for invalid input or unknown ids, nothing written', async () => {
+    const id = await order(alice);
+    const unknownUser = 'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+    const unknownOrder = 'ord_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+    for (const [u, input] of [
+      [guest.id, { items: ITEMS, currency: 'EUR' }],
+      [guest.id, { items: [{ sku: 'A', quantity: 0, unitPriceCents: 1 }], currency: 'XXQ' }],
+      [alice.id, { items: ITEMS, currency: 'EUR' }],
+      [unknownUser, { items: ITEMS, currency: 'EUR' }],
+    ] as const) {
+      const res = await gql(t.url, as(guest), CREATE, { u, input });
+      expect(res.data?.createOrder ?? null, u).toBeNull();
+      expect(res.errors?.[0]?.extensions?.code, u).toBe('FORBIDDEN');
+    }
+    for (const target of [id, unknownOrder]) {
+      const upd = await gql(t.url, as(guest), UPDATE, { id: target, s: 'CANCELLED' });
+      expect(upd.data?.updateOrderStatus ?? null, target).toBeNull();
+      expect(upd.errors?.[0]?.extensions?.code, target).toBe('FORBIDDEN');
+      const read = await gql(t.url, as(guest), 'query($id: ID!) { order(id: $id) { id } }', {
+        id: target,
+      });
+      expect(read.data?.order ?? null, target).toBeNull();
+      expect(read.errors?.[0]?.extensions?.code, target).toBe('FORBIDDEN');
+    }
+    const listed = await gql(
+      t.url,
+      admin,
+      'query($u: ID!) { user(id: $u) { orders { totalCount } } }',
+      { u: guest.id },
+    );
+    expectNoErrors(listed);
+    expect(listed.data.user.orders.totalCount).toBe(0);
+    expect((await alice.client.get(`/api/v1/orders/${id}`)).body.data.status).toBe('pending');
+  });
+
   it('reads order(id) as owner and ADMIN; another USER gets null + FORBIDDEN; unknown NOT_FOUND', async () => {
     const id = await order(alice);
     const q = 'query($id: ID!) { order(id: $id) { id status } }';

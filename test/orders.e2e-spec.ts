@@ -182,6 +182,25 @@ describe('orders', () => {
       expect(res.status).toBe(403);
     });
 
+    it('refuses a GUEST at the route (the declared floor is USER): 403 even for an invalid body or an unknown user, nothing written', async () => {
+      const unknown = 'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+      const before = (await admin.get(`/api/v1/users/${guest.id}/orders`)).body.meta.total;
+      for (const [userId, body] of [
+        [guest.id, { items: ITEMS, currency: 'EUR' }],
+        [guest.id, { items: [], currency: 'EUR' }],
+        [guest.id, { items: ITEMS, currency: 'XXQ' }],
+        [guest.id, {}],
+        [alice.id, { items: ITEMS, currency: 'EUR' }],
+        [unknown, { items: ITEMS, currency: 'EUR' }],
+      ] as const) {
+        const res = await guest.client.post(`/api/v1/users/${userId}/orders`, body);
+        expect(res.status, `${userId} ${JSON.stringify(body)}`).toBe(403);
+        expect(res.body).toEqual({ error: { code: 'forbidden', message: expect.any(String) } });
+        expect(res.headers.get('location')).toBeNull();
+      }
+      expect((await admin.get(`/api/v1/users/${guest.id}/orders`)).body.meta.total).toBe(before);
+    });
+
     it('answers 404 for an unknown or malformed user id', async () => {
       for (const id of [
         'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV',
@@ -426,6 +445,36 @@ describe('orders', () => {
       expect(
         (await guest.client.patch(`/api/v1/orders/${id}`, { status: 'cancelled' })).status,
       ).toBe(403);
+    });
+
+    it('refuses a GUEST at the route (the declared floor is USER): 403 for reads and status changes, even for an invalid body or an unknown order, nothing changed', async () => {
+      const id = await orderIn('pending');
+      const unknownOrder = 'ord_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+      const unknownUser = 'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+      const attempts: [string, () => Promise<{ status: number; body: unknown }>][] = [];
+      for (const target of [id, unknownOrder]) {
+        for (const body of [{ status: 'cancelled' }, { status: 'lost' }, {}]) {
+          attempts.push([
+            `PATCH ${target} ${JSON.stringify(body)}`,
+            () => guest.client.patch(`/api/v1/orders/${target}`, body),
+          ]);
+        }
+        attempts.push([`GET ${target}`, () => guest.client.get(`/api/v1/orders/${target}`)]);
+      }
+      for (const userId of [guest.id, unknownUser]) {
+        attempts.push([
+          `GET orders of ${userId}`,
+          () => guest.client.get(`/api/v1/users/${userId}/orders`),
+        ]);
+      }
+      for (const [label, send] of attempts) {
+        const res = await send();
+        expect(res.status, label).toBe(403);
+        expect(res.body, label).toEqual({
+          error: { code: 'forbidden', message: expect.any(String) },
+        });
+      }
+      expect((await admin.get(`/api/v1/orders/${id}`)).body.data.status).toBe('pending');
     });
 
     it('answers 404 for an unknown order and 401 without credentials', async () => {

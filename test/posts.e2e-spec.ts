@@ -221,6 +221,33 @@ describe('posts resource (/api/v1/posts)', () => {
       ).toBe(404);
       expect((await storedPost(t, id))?.title).toBe('Moderated');
     });
+
+    it('refuses a GUEST at the route (the declared floor is USER): 403 for PUT, PATCH and DELETE even for an invalid body or an unknown post, nothing changed', async () => {
+      const id = await postBy(alice, 'Kept');
+      const before = await storedPost(t, id);
+      const unknown = 'pst_01ZZZZZZZZZZZZZZZZZZZZZZZZ';
+      const attempts: [string, () => Promise<{ status: number; body: unknown }>][] = [];
+      for (const target of [id, unknown]) {
+        for (const body of [{ title: 'G', body: 'g' }, { title: '' }, { title: 7 }, {}]) {
+          const label = `${target} ${JSON.stringify(body)}`;
+          attempts.push([`PUT ${label}`, () => guest.client.put(`/api/v1/posts/${target}`, body)]);
+          attempts.push([
+            `PATCH ${label}`,
+            () => guest.client.patch(`/api/v1/posts/${target}`, body),
+          ]);
+        }
+        attempts.push([`DELETE ${target}`, () => guest.client.delete(`/api/v1/posts/${target}`)]);
+      }
+      for (const [label, send] of attempts) {
+        const res = await send();
+        expect(res.status, label).toBe(403);
+        expect(res.body, label).toEqual({
+          error: { code: 'forbidden', message: expect.any(String) },
+        });
+      }
+      expect(await storedPost(t, id)).toEqual(before);
+      expect((await alice.client.get(`/api/v1/posts/${id}`)).body.data.title).toBe('Kept');
+    });
   });
 
   describe('DELETE /posts/{id}', () => {

@@ -47,6 +47,23 @@ describe('rooms and messages over GraphQL', () => {
     expect(rest.body.data).toMatchObject({ name, created_at: created.data.createRoom.createdAt });
   });
 
+  it('refuses a GUEST by the declared floor (@auth requires USER): FORBIDDEN even for invalid input, nothing created', async () => {
+    const r = await room();
+    expectNoErrors(await gql(t.url, as(alice), SEND, { r, c: 'first' }));
+    for (const n of [unique('g-'), '', 'x'.repeat(101)]) {
+      const res = await gql(t.url, as(guest), CREATE_ROOM, { n });
+      expect(res.data?.createRoom ?? null, n).toBeNull();
+      expect(res.errors?.[0]?.extensions?.code, n).toBe('FORBIDDEN');
+    }
+    for (const c of ['hi', '', 'x'.repeat(4001)]) {
+      const res = await gql(t.url, as(guest), SEND, { r, c });
+      expect(res.data?.sendMessage ?? null).toBeNull();
+      expect(res.errors?.[0]?.extensions?.code, c.slice(0, 10)).toBe('FORBIDDEN');
+    }
+    const listed = await guest.client.get(`/api/v1/rooms/${r}/messages`);
+    expect(listed.body.data.map((m: { content: string }) => m.content)).toEqual(['first']);
+  });
+
   it('sends messages (FORBIDDEN for a GUEST, BAD_USER_INPUT for empty or 4001 characters)', async () => {
     const r = await room();
     const sent = await gql(t.url, as(alice), SEND, { r, c: 'hello' });

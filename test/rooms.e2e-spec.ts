@@ -73,6 +73,17 @@ describe('rooms and messages', () => {
       expect((await client(t.url).post('/api/v1/rooms', { name: unique('a-') })).status).toBe(401);
     });
 
+    it('refuses a GUEST at the route (the declared floor is USER): 403 even for an invalid name, nothing created', async () => {
+      const before = (await alice.client.get('/api/v1/rooms?limit=1')).body.meta.total;
+      for (const body of [{ name: unique('g-') }, { name: '' }, { name: 'x'.repeat(101) }, {}]) {
+        const res = await guest.client.post('/api/v1/rooms', body);
+        expect(res.status, JSON.stringify(body)).toBe(403);
+        expect(res.body).toEqual({ error: { code: 'forbidden', message: expect.any(String) } });
+        expect(res.headers.get('location')).toBeNull();
+      }
+      expect((await alice.client.get('/api/v1/rooms?limit=1')).body.meta.total).toBe(before);
+    });
+
     it('answers OPTIONS with Allow and HEAD with the GET headers', async () => {
       const room = await newRoom();
       const options = await guest.client.options('/api/v1/rooms');
@@ -184,6 +195,21 @@ describe('rooms and messages', () => {
         (await client(t.url).post(`/api/v1/rooms/${room.id}/messages`, { content: 'n' })).status,
       ).toBe(401);
       expect((await alice.client.get(`/api/v1/rooms/${room.id}/messages`)).body.meta.total).toBe(1);
+    });
+
+    it('refuses a GUEST at the route (the declared floor is USER): 403 even for an invalid body or an unknown room', async () => {
+      const room = await newRoom();
+      for (const [roomId, body] of [
+        [room.id, { content: 'g' }],
+        [room.id, { content: '' }],
+        [room.id, {}],
+        ['rom_01ARZ3NDEKTSV4RRFFQ69G5FAV', { content: 'g' }],
+      ] as const) {
+        const res = await guest.client.post(`/api/v1/rooms/${roomId}/messages`, body);
+        expect(res.status, `${roomId} ${JSON.stringify(body)}`).toBe(403);
+        expect(res.body).toEqual({ error: { code: 'forbidden', message: expect.any(String) } });
+      }
+      expect((await alice.client.get(`/api/v1/rooms/${room.id}/messages`)).body.meta.total).toBe(0);
     });
 
     it('answers 404 for messages of an unknown room (send and list)', async () => {

@@ -361,6 +361,41 @@ describe('users resource (/api/v1/users)', () => {
       expect(res.status).toBe(403);
     });
 
+    it('refuses a GUEST at the route (the declared floor is USER): 403 for PUT, PATCH, DELETE and batch even for an invalid body or an unknown user, nothing changed', async () => {
+      const before = await storedUser(t, guest.id);
+      const unknown = 'usr_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+      const attempts: [string, () => Promise<{ status: number; body: unknown }>][] = [];
+      for (const target of [guest.id, unknown]) {
+        for (const body of [{ name: 'Nope' }, { name: '' }, { age: 'old' }, {}]) {
+          const label = `${target} ${JSON.stringify(body)}`;
+          attempts.push([`PUT ${label}`, () => guest.client.put(`/api/v1/users/${target}`, body)]);
+          attempts.push([
+            `PATCH ${label}`,
+            () => guest.client.patch(`/api/v1/users/${target}`, body),
+          ]);
+        }
+        attempts.push([`DELETE ${target}`, () => guest.client.delete(`/api/v1/users/${target}`)]);
+      }
+      for (const body of [
+        { operations: [{ op: 'update', id: guest.id, data: { name: 'Nope' } }] },
+        { operations: [] },
+        {},
+      ]) {
+        attempts.push([
+          `batch ${JSON.stringify(body)}`,
+          () => guest.client.post('/api/v1/users/batch', body),
+        ]);
+      }
+      for (const [label, send] of attempts) {
+        const res = await send();
+        expect(res.status, label).toBe(403);
+        expect(res.body, label).toEqual({
+          error: { code: 'forbidden', message: expect.any(String) },
+        });
+      }
+      expect(await storedUser(t, guest.id)).toEqual(before);
+    });
+
     it('returns 404 for an unknown user', async () => {
       const res = await admin.patch('/api/v1/users/usr_01ARZ3NDEKTSV4RRFFQ69G5FAV', {
         name: 'Ghost',

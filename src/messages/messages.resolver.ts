@@ -37,7 +37,7 @@ export class MessagesResolver {
   @Mutation(() => MessageModel, {
     description: 'Sends a message (USER or ADMIN); fires newMessage and messageAdded after commit.',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["messages:write"])')
+  @Directive('@auth(requires: USER, scopes: ["messages:write"])')
   async sendMessage(
     @Args('roomId', { type: () => ID }) roomId: string,
     @Args('content') content: string,

@@ -44,7 +44,7 @@ export class RoomsController {
 
   @Post()
   @Idempotent()
-  @Authenticated({ role: Role.GUEST, scopes: ['messages:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['messages:write'] })
   @ApiDoc('Create a room (USER or ADMIN)')
   @ApiSingle(RoomResponse, { status: 201, location: true })
   @ApiStandardErrors('authenticated-write', { conflict: 'A room with this name already exists.' })
@@ -87,7 +87,7 @@ export class RoomsController {
   /** 201 with the message (messages have no URL of their own, hence no Location). */
   @Post(':id/messages')
   @Idempotent()
-  @Authenticated({ role: Role.GUEST, scopes: ['messages:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['messages:write'] })
   @ApiDoc(
     'Send a message to a room (USER or ADMIN)',
     'Subscribers of the room receive it over GraphQL subscriptions (docs/realtime.md). Messages have no URL of their own, hence no `Location`.',

@@ -66,7 +66,7 @@ export class RoomsResolver {
   @Mutation(() => RoomModel, {
     description: 'A new room (USER or ADMIN); CONFLICT when the name is taken.',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["messages:write"])')
+  @Directive('@auth(requires: USER, scopes: ["messages:write"])')
   async createRoom(@Args('name') name: string, @Context() ctx: GqlContext): Promise<Room> {
     return this.rooms.create(ctx.caller, await validateInput(CreateRoomInput, { name }));
   }

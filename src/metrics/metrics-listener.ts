@@ -13,7 +13,7 @@ import { MetricsService } from './metrics.service.js';
 /**
  * With METRICS_PORT set, /metrics is served by this listener alone (the main port answers 404), so a
  * deployment publishes the API and keeps the metrics on its internal network: Prometheus scrapes
- * every replica there, not through the load balancer (README.md, "Operations").
+ * every replica there, not through the load balancer (docs/deployment.md).
  */
 @Injectable()
 export class MetricsListener implements OnApplicationBootstrap, OnApplicationShutdown {

@@ -47,7 +47,7 @@ export class OrdersController {
   ) {}
 
   @Get('users/:id/orders')
-  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
+  @Authenticated({ role: Role.USER, scopes: ['orders:read'] })
   @ApiDoc('List a user’s orders', 'Your own orders; ADMINs list anyone’s. GUESTs get 403.')
   @ApiPage(OrderResponse, ORDER_LIST_SPEC)
   @ApiStandardErrors('authenticated', { notFound: 'No such user' })
@@ -65,7 +65,7 @@ export class OrdersController {
 
   @Post('users/:id/orders')
   @Idempotent()
-  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['orders:write'] })
   @ApiDoc(
     'Place an order for a user',
     'The server computes `total_cents`; the order starts `pending`. Your own user, or anyone’s as ADMIN.',
@@ -91,7 +91,7 @@ export class OrdersController {
   }
 
   @Get('orders/:id')
-  @Authenticated({ role: Role.GUEST, scopes: ['orders:read'] })
+  @Authenticated({ role: Role.USER, scopes: ['orders:read'] })
   @ApiDoc('Get an order')
   @ApiSingle(OrderResponse)
   @ApiStandardErrors('authenticated', { notFound: 'No such order' })
@@ -100,7 +100,7 @@ export class OrdersController {
   }
 
   @Patch('orders/:id')
-  @Authenticated({ role: Role.GUEST, scopes: ['orders:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['orders:write'] })
   @ApiDoc(
     'Change an order’s status',
     'Allowed transitions: pending → paid → shipped → delivered, pending or paid → cancelled (409 otherwise). Owners may only cancel; ADMINs move orders along. `If-Match` makes it conditional.',

@@ -45,7 +45,7 @@ export class OrdersResolver {
     description:
       'An order: its owner and ADMINs only (FORBIDDEN otherwise, NOT_FOUND when unknown).',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["orders:read"])')
+  @Directive('@auth(requires: USER, scopes: ["orders:read"])')
   order(@Args('id', { type: () => ID }) id: string, @Context() ctx: GqlContext): Promise<Order> {
     return this.orders.get(ctx.caller, id);
   }
@@ -53,7 +53,7 @@ export class OrdersResolver {
   @Mutation(() => OrderModel, {
     description: 'A new PENDING order; USER for themself, ADMIN for anyone.',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["orders:write"])')
+  @Directive('@auth(requires: USER, scopes: ["orders:write"])')
   createOrder(
     @Args('userId', { type: () => ID }) userId: string,
     @Args('input') input: CreateOrderInput,
@@ -74,7 +74,7 @@ export class OrdersResolver {
       'Moves an order through its state machine (CONFLICT for an invalid transition). ADMIN: any valid ' +
       'transition; USER: cancel their own pending order.',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["orders:write"])')
+  @Directive('@auth(requires: USER, scopes: ["orders:write"])')
   updateOrderStatus(
     @Args('id', { type: () => ID }) id: string,
     // `| null` keeps the global validation pipe off the enum (its metadata would be the enum object)

@@ -94,7 +94,7 @@ export class PostsController {
   }
 
   @Put(':id')
-  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['posts:write'] })
   @ApiDoc(
     'Replace a post',
     'Authors change their posts; ADMINs any post. `If-Match` makes it conditional.',
@@ -115,7 +115,7 @@ export class PostsController {
   }
 
   @Patch(':id')
-  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['posts:write'] })
   @ApiDoc(
     'Update some members of a post',
     'A JSON merge patch (RFC 7396). Authors change their posts; ADMINs any post. `If-Match` makes it conditional.',
@@ -136,7 +136,7 @@ export class PostsController {
   }
 
   @Delete(':id')
-  @Authenticated({ role: Role.GUEST, scopes: ['posts:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['posts:write'] })
   @HttpCode(204)
   @ApiDoc(
     'Delete a post',

@@ -97,7 +97,7 @@ export class PostsResolver {
   }
 
   @Mutation(() => PostModel, { nullable: true, description: 'Own posts, or any as ADMIN.' })
-  @Directive('@auth(requires: GUEST, scopes: ["posts:write"])')
+  @Directive('@auth(requires: USER, scopes: ["posts:write"])')
   async updatePost(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -111,7 +111,7 @@ export class PostsResolver {
     description:
       'Soft delete. Returns the deleted post; null when it was already deleted (idempotent).',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["posts:write"])')
+  @Directive('@auth(requires: USER, scopes: ["posts:write"])')
   async deletePost(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,

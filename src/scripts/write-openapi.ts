@@ -7,7 +7,7 @@ import { withOfflineApp } from './boot-offline.js';
  * `npm run openapi:write [file]`: builds the application exactly as it serves (in-memory SQLite, no
  * network, not listening) and writes the OpenAPI document it serves at `/api/docs-json` to
  * `openapi.json` (or `file`). Redocly lints that file and openapi-typescript generates the test
- * client's types from it (README, "OpenAPI document and typed clients").
+ * client's types from it (docs/openapi.md).
  */
 await withOfflineApp({}, async (app) => {
   const target = resolve(process.argv[2] ?? 'openapi.json');

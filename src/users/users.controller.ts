@@ -93,7 +93,7 @@ export class UsersController {
 
   @Post('batch')
   @Idempotent()
-  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['users:write'] })
   @HttpCode(200)
   @ApiExtraModels(BatchCreateOperation, BatchUpdateOperation)
   @ApiDoc(
@@ -123,7 +123,7 @@ export class UsersController {
   }
 
   @Put(':id')
-  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['users:write'] })
   @ApiDoc(
     'Replace a user',
     'Every member not sent returns to its default. Users change themselves; ADMINs change anyone and roles. `If-Match` makes it conditional.',
@@ -146,7 +146,7 @@ export class UsersController {
   }
 
   @Patch(':id')
-  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['users:write'] })
   @ApiDoc(
     'Update some members of a user',
     'A JSON merge patch (RFC 7396; `application/json` or `application/merge-patch+json`): `null` clears a nullable member. `If-Match` makes it conditional.',
@@ -169,7 +169,7 @@ export class UsersController {
   }
 
   @Delete(':id')
-  @Authenticated({ role: Role.GUEST, scopes: ['users:write'] })
+  @Authenticated({ role: Role.USER, scopes: ['users:write'] })
   @HttpCode(204)
   @ApiDoc(
     'Delete a user',

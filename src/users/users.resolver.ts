@@ -161,7 +161,7 @@ export class UsersResolver {
     nullable: true,
     description: 'Either `name` or `input`, never both.',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
+  @Directive('@auth(requires: USER, scopes: ["users:write"])')
   async updateUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -183,7 +183,7 @@ export class UsersResolver {
     description:
       'Soft delete. Returns the deleted user; null when it was already deleted (idempotent).',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
+  @Directive('@auth(requires: USER, scopes: ["users:write"])')
   async deleteUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
@@ -194,7 +194,7 @@ export class UsersResolver {
   @Mutation(() => [UserModel], {
     description: 'Creates all users or none (at most 100; ADMIN only).',
   })
-  @Directive('@auth(requires: GUEST, scopes: ["users:write"])')
+  @Directive('@auth(requires: ADMIN, scopes: ["users:write"])')
   async bulkCreate(
     @Context() ctx: GqlContext,
     @Args('input', { type: () => [CreateUserInput] }) input: CreateUserInput[],
