@@ -1,16 +1,15 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
+import { browserTestsRun, LAN_NAME, launchChromium } from './helpers/chromium.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 import { listening } from './subscriptions-helpers.js';
 import { EventsService, TOPICS } from '../src/events/events.service.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
 /** Where the screenshot of the page goes (kept for a person to look at). */
 const SHOTS =
   process.env.GRAPHQL_IDE_SCREENSHOTS ?? join(tmpdir(), 'atrium-graphql-ide-screenshots');
@@ -77,7 +76,7 @@ describe('the GraphQL page over HTTP', () => {
 });
 
 // CI installs Chromium (.ci/run): there a missing browser fails the suite instead of skipping it
-describe.skipIf(!available && !process.env.CI)(
+describe.skipIf(!browserTestsRun)(
   'the GraphQL page in headless Chromium with no network but the app',
   () => {
     let t: TestApp;
@@ -90,17 +89,7 @@ describe.skipIf(!available && !process.env.CI)(
     beforeAll(async () => {
       t = await startApp({ GRAPHQL_DEVELOPMENT: 'true' });
       user = await createUser(t.url);
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-        ],
-      });
+      browser = await launchChromium();
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const app = new URL(t.url).host;
       // the network is cut to the app: any other request is aborted and recorded
@@ -162,9 +151,8 @@ describe.skipIf(!available && !process.env.CI)(
 );
 
 /** A host name that is not loopback (no secure-context exemption): mapped to the app by Chromium. */
-const LAN_NAME = 'dev-box.test';
 
-describe.skipIf(!available && !process.env.CI)(
+describe.skipIf(!browserTestsRun)(
   'GraphiQL subscriptions in headless Chromium, from whatever address the page was opened at',
   () => {
     let t: TestApp;
@@ -176,18 +164,7 @@ describe.skipIf(!available && !process.env.CI)(
       t = await startApp({ GRAPHQL_DEVELOPMENT: 'true' });
       user = await createUser(t.url);
       port = new URL(t.url).port;
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          `--host-resolver-rules=MAP ${LAN_NAME} 127.0.0.1`,
-        ],
-      });
+      browser = await launchChromium({ lanName: true });
       mkdirSync(SHOTS, { recursive: true });
     });
 

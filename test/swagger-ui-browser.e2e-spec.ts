@@ -1,18 +1,15 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
+import { browserTestsRun, LAN_NAME, launchChromium } from './helpers/chromium.js';
 import { createUser, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
 /** Where the screenshots of the page go (kept for a person to look at). */
 const SHOTS = process.env.SWAGGER_UI_SCREENSHOTS ?? join(tmpdir(), 'atrium-swagger-ui-screenshots');
-/** A host name that is not loopback (no secure-context exemption): mapped to the app by Chromium. */
-const LAN_NAME = 'dev-box.test';
 
 describe('Swagger UI over HTTP', () => {
   let t: TestApp;
@@ -57,7 +54,7 @@ describe('Swagger UI over HTTP', () => {
 });
 
 // CI installs Chromium (.ci/run): there a missing browser fails the suite instead of skipping it
-describe.skipIf(!available && !process.env.CI)(
+describe.skipIf(!browserTestsRun)(
   'Swagger UI in headless Chromium, from whatever address it is opened at',
   () => {
     let t: TestApp;
@@ -69,18 +66,7 @@ describe.skipIf(!available && !process.env.CI)(
       t = await startApp();
       user = await createUser(t.url);
       port = new URL(t.url).port;
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          `--host-resolver-rules=MAP ${LAN_NAME} 127.0.0.1`,
-        ],
-      });
+      browser = await launchChromium({ lanName: true });
       mkdirSync(SHOTS, { recursive: true });
     });
 
