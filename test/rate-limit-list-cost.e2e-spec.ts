@@ -1,15 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  freshDatabaseUrl,
-  startApp,
-  usingPostgres,
-  usingRedis,
-  type TestApp,
-} from './helpers/app.js';
+import { startApp, startPair, usingRedis, type TestApp } from './helpers/app.js';
 import { adminClient } from './helpers/factories.js';
 import { client, type Client } from './helpers/http.js';
 import { rateHeaders, signUp } from './helpers/rate-limit.js';
@@ -165,25 +155,12 @@ describe('REST list cost (docs/rate-limits.md "List cost")', () => {
     () => {
       let a: TestApp;
       let b: TestApp;
-      let dir: string | undefined;
+      let pair: Awaited<ReturnType<typeof startPair>> | undefined;
       beforeAll(async () => {
-        dir = usingPostgres ? undefined : mkdtempSync(join(tmpdir(), 'atrium-lc-'));
-        const env = {
-          DATABASE_URL: dir ? `sqlite:${join(dir, 'shared.sqlite')}` : freshDatabaseUrl(),
-          REDIS_PREFIX: `atrium-test:${randomBytes(4).toString('hex')}:`,
-          GRAPHQL_COST_BUDGET: '600',
-          GRAPHQL_COST_WINDOW_S: '60',
-        };
-        a = await startApp(env);
-        b = await startApp(env);
+        pair = await startPair({ GRAPHQL_COST_BUDGET: '600', GRAPHQL_COST_WINDOW_S: '60' });
+        ({ a, b } = pair);
       });
-      afterAll(async () => {
-        await a?.close();
-        await b?.close();
-        if (dir) {
-          rmSync(dir, { recursive: true, force: true });
-        }
-      });
+      afterAll(() => pair?.close());
 
       it('a page spent on one instance is spent on the other', async () => {
         const u = await signUp(a.url);

@@ -1,17 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitStore } from '../src/rate-limit/rate-limit.store.js';
-import {
-  freshDatabaseUrl,
-  startApp,
-  usingPostgres,
-  usingRedis,
-  type TestApp,
-} from './helpers/app.js';
+import { startApp, startPair, usingRedis, type TestApp } from './helpers/app.js';
 import { client } from './helpers/http.js';
 import {
   privateRedisTestsRun,
@@ -23,27 +13,14 @@ import { rateHeaders, signUp } from './helpers/rate-limit.js';
 describe.skipIf(!usingRedis)('two instances sharing Redis (skipped: REDIS_URL is not set)', () => {
   let a: TestApp;
   let b: TestApp;
-  let dir: string | undefined;
+  let pair: Awaited<ReturnType<typeof startPair>> | undefined;
 
   beforeAll(async () => {
     // one database and one REDIS_PREFIX for both: the same users, the same counters
-    dir = usingPostgres ? undefined : mkdtempSync(join(tmpdir(), 'atrium-rl-'));
-    const env = {
-      DATABASE_URL: dir ? `sqlite:${join(dir, 'shared.sqlite')}` : freshDatabaseUrl(),
-      REDIS_PREFIX: `atrium-test:${randomBytes(4).toString('hex')}:`,
-      RATE_LIMIT: '6',
-      RATE_LIMIT_WINDOW_S: '30',
-    };
-    a = await startApp(env);
-    b = await startApp(env);
+    pair = await startPair({ RATE_LIMIT: '6', RATE_LIMIT_WINDOW_S: '30' });
+    ({ a, b } = pair);
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    if (dir) {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  afterAll(() => pair?.close());
 
   it('limits N requests split across both instances as one', async () => {
     const u = await signUp(a.url);

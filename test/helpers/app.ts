@@ -1,4 +1,7 @@
 import { randomBytes, generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
@@ -77,4 +80,35 @@ export async function startApp(
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };
   return { app, config, url: `http://127.0.0.1:${address.port}`, close: () => app.close() };
+}
+
+/**
+ * Two instances of the app on one database (a shared SQLite file, or one PostgreSQL schema) and one
+ * Redis namespace: the multi-instance shape. `env` applies to both.
+ */
+export async function startPair(
+  env: Record<string, string | undefined> = {},
+): Promise<{ a: TestApp; b: TestApp; close(): Promise<void> }> {
+  const dir = usingPostgres ? undefined : mkdtempSync(join(tmpdir(), 'atrium-pair-'));
+  const shared = {
+    DATABASE_URL: dir ? `sqlite:${join(dir, 'shared.sqlite')}` : freshDatabaseUrl(),
+    REDIS_PREFIX: `atrium-test:${randomBytes(4).toString('hex')}:`,
+    ...env,
+  };
+  const a = await startApp(shared);
+  const b = await startApp(shared).catch(async (err: unknown) => {
+    await a.close();
+    throw err;
+  });
+  return {
+    a,
+    b,
+    async close() {
+      await a.close();
+      await b.close();
+      if (dir) {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
 }
