@@ -5,26 +5,16 @@ import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser } from './helpers/factories.js';
 import type { Client } from './helpers/http.js';
 import {
+  browserAuthorizeUrl,
   authorize,
-  authorizeUrl,
   Browser,
   followToPageOrApp,
-  pkcePair,
   registerClient,
   type RegisteredClient,
 } from './helpers/oauth.js';
 
 function startUrl(client: RegisteredClient, extra: Record<string, string> = {}): string {
-  return authorizeUrl({
-    client_id: client.client_id,
-    response_type: 'code',
-    redirect_uri: client.redirect_uris[0],
-    scope: 'openid users:read',
-    state: 'edge-state',
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-    ...extra,
-  });
+  return browserAuthorizeUrl(client, 'openid users:read', 'edge-state', extra);
 }
 
 function revoke(base: string, client: RegisteredClient, secret: string, from?: string) {

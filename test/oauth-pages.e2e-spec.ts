@@ -3,28 +3,18 @@ import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
 import type { Client } from './helpers/http.js';
 import {
+  browserAuthorizeUrl,
   authorize,
-  authorizeUrl,
   Browser,
   csrfOf,
   followToPageOrApp,
-  pkcePair,
   registerClient,
   tokenRequest,
   type RegisteredClient,
 } from './helpers/oauth.js';
 
 function startUrl(client: RegisteredClient, extra: Record<string, string> = {}): string {
-  return authorizeUrl({
-    client_id: client.client_id,
-    response_type: 'code',
-    redirect_uri: client.redirect_uris[0],
-    scope: 'openid email users:read posts:read',
-    state: 'page-state',
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-    ...extra,
-  });
+  return browserAuthorizeUrl(client, 'openid email users:read posts:read', 'page-state', extra);
 }
 
 /** Opens the authorization URL in a fresh browser and lands on the first page. */

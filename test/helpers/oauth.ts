@@ -42,6 +42,29 @@ export function authorizeUrl(params: Record<string, string | undefined>): string
   return `/oauth/auth?${q.toString()}`;
 }
 
+/**
+ * A browser's first authorization request for `client`: the code flow with a fresh S256 challenge
+ * (its verifier is not kept: for tests that stop before the token exchange), the client's first
+ * redirect URI, `scope` and `state`; `extra` adds or overrides parameters.
+ */
+export function browserAuthorizeUrl(
+  client: RegisteredClient,
+  scope: string,
+  state: string,
+  extra: Record<string, string> = {},
+): string {
+  return authorizeUrl({
+    client_id: client.client_id,
+    response_type: 'code',
+    redirect_uri: client.redirect_uris[0],
+    scope,
+    state,
+    code_challenge: pkcePair().challenge,
+    code_challenge_method: 'S256',
+    ...extra,
+  });
+}
+
 export interface PageResponse {
   status: number;
   headers: Headers;
