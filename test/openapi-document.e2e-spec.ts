@@ -22,7 +22,14 @@ interface Schema {
 interface Operation {
   summary?: string;
   tags?: string[];
-  parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
+  parameters?: {
+    name: string;
+    in: string;
+    required?: boolean;
+    example?: unknown;
+    examples?: unknown;
+    schema?: Schema & { example?: unknown };
+  }[];
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<
     string,
@@ -195,6 +202,19 @@ describe('OpenAPI document (/api/docs-json)', () => {
       }),
     ).rejects.toThrow(/\/error\/code must be equal to one of the allowed values \["not_found"\]/);
   });
+  it('gives no optional parameter an example (Swagger UI would send it from "Try it out")', () => {
+    const prefilled = operations().flatMap(({ method, path, op }) =>
+      (op.parameters ?? [])
+        .filter((p) => !p.required)
+        .filter(
+          (p) =>
+            p.example !== undefined || p.examples !== undefined || p.schema?.example !== undefined,
+        )
+        .map((p) => `${method} ${path} ${p.in} ${p.name}`),
+    );
+    expect(prefilled).toEqual([]);
+  });
+
   it('declares If-None-Match and its 304 (no body) on every GET under /api/, and answers it', async () => {
     const gets = operations().filter((o) => o.method === 'GET' && o.path.startsWith('/api/'));
     expect(gets.length).toBeGreaterThanOrEqual(15);

@@ -29,8 +29,8 @@ export const MESSAGE_LIST_SPEC: ListSpec<never> = {
   parameters: {
     after: {
       description:
-        'Only the messages sent after this one (a message id of this room): how a client catches up after a reconnect.',
-      schema: { type: 'string', example: 'msg_01JD5Z6K3M8Q2W4E6R8T0Y2U4I' },
+        'Only the messages sent after this one (a message id of this room, e.g. `msg_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`): how a client catches up after a reconnect.',
+      schema: { type: 'string' },
     },
   },
   memberCosts: { content: MESSAGE_CONTENT_COST },

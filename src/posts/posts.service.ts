@@ -27,8 +27,9 @@ export const POST_LIST_SPEC: ListSpec<never> = {
   filters: {},
   parameters: {
     author_id: {
-      description: 'Only the posts of this user (a user id).',
-      schema: { type: 'string', example: 'usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I' },
+      description:
+        'Only the posts of this user (a user id, e.g. `usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`).',
+      schema: { type: 'string' },
     },
   },
   memberCosts: { body: POST_BODY_COST },

@@ -2374,7 +2374,7 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
@@ -2998,7 +2998,7 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, updated_at, name, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, updated_at, name, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
@@ -4321,7 +4321,7 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
@@ -5106,7 +5106,7 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, name, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, name, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
@@ -5612,11 +5612,11 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
-        /** @description Only the messages sent after this one (a message id of this room): how a client catches up after a reconnect. */
+        /** @description Only the messages sent after this one (a message id of this room, e.g. `msg_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`): how a client catches up after a reconnect. */
         after?: string;
       };
       header?: {
@@ -6013,11 +6013,11 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, updated_at, title, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, updated_at, title, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
-        /** @description Only the posts of this user (a user id). */
+        /** @description Only the posts of this user (a user id, e.g. `usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`). */
         author_id?: string;
       };
       header?: {
@@ -7095,7 +7095,7 @@ export interface operations {
         /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
         page?: number;
         limit?: number;
-        /** @description Comma-separated created_at, each at most once; `-` for descending. */
+        /** @description Comma-separated created_at, each at most once; `-` for descending (e.g. `-created_at`). */
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;

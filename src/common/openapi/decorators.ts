@@ -123,12 +123,9 @@ export const ApiPage = (model: Type<unknown>, options: PageOptions) =>
     ApiQuery({
       name: 'sort',
       required: false,
-      schema: {
-        type: 'string',
-        pattern: sortPattern(options.sortFields),
-        example: `-${options.sortFields[0] ?? 'created_at'}`,
-      },
-      description: `Comma-separated ${options.sortFields.join(', ')}, each at most once; \`-\` for descending.`,
+      // no `example` on an optional parameter: Swagger UI fills "Try it out" with it and sends it
+      schema: { type: 'string', pattern: sortPattern(options.sortFields) },
+      description: `Comma-separated ${options.sortFields.join(', ')}, each at most once; \`-\` for descending (e.g. \`-${options.sortFields[0] ?? 'created_at'}\`).`,
     }),
     ApiQuery({
       name: 'cursor',
