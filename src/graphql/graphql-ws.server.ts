@@ -393,7 +393,6 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     });
   };
 
-  /** Parsed and validated documents by text (the schema and rules never change while running). */
   /**
    * A page of this server itself (GraphiQL at /graphql) opening its socket: the Origin's host is the
    * host the request was addressed to, so no CORS_ORIGINS entry is needed for the address the page was
@@ -409,6 +408,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     return host !== '' && this.limits.requestHosts(req).includes(host);
   }
 
+  /** Parsed and validated documents by text (the schema and rules never change while running). */
   private parseAndValidate(query: string): DocumentNode | readonly GraphQLError[] {
     let cached = this.documents.get(query);
     if (!cached) {

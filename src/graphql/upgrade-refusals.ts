@@ -6,7 +6,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import type { ErrorCode } from '../common/errors.js';
 import { redactUrl } from '../common/logging.js';
-import { secondsUntil } from '../common/rate-limit-headers.js';
+import { secondsUntil, writeRateLimitHeaders } from '../common/rate-limit-headers.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { RateLimitService } from '../rate-limit/rate-limit.service.js';
 import { SocketLimitsService } from '../rate-limit/socket-limits.service.js';
@@ -122,12 +122,12 @@ export class UpgradeRefusals {
     if (hit === undefined) {
       return refusal;
     }
-    const limit = this.rateLimits.requestLimit;
-    const headers: Record<string, string> = {
-      'RateLimit-Limit': String(limit),
-      'RateLimit-Remaining': String(Math.max(0, limit - hit.count)),
-      'RateLimit-Reset': String(secondsUntil(hit.resetMs)),
-    };
+    const headers: Record<string, string> = {};
+    writeRateLimitHeaders(
+      (name, value) => (headers[name] = value),
+      this.rateLimits.requestLimit,
+      hit,
+    );
     if (hit.allowed) {
       return { ...refusal, headers: { ...refusal.headers, ...headers } };
     }

@@ -3,7 +3,6 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { AppConfig } from '../../config/config.js';
 import {
   BUCKET_AUTH,
-  BUCKET_REQUESTS,
   RateLimitService,
   replySink,
   secondsUntil,
@@ -27,18 +26,9 @@ export async function refusedByRequestLimit(
   req: FastifyRequest,
   reply: FastifyReply,
 ): Promise<boolean> {
-  if (!limits.enabled) {
-    return false;
-  }
-  const hit = await limits.hit(
-    BUCKET_REQUESTS,
-    limits.ipTracker(req.ip),
-    1,
-    config.rateLimit,
-    config.rateLimitWindowS,
-  );
+  const hit = await limits.countRefusedRequest(undefined, req.ip);
   if (hit === undefined) {
-    return false; // counter store unavailable: fail open, as everywhere
+    return false; // limits off, or the counter store unavailable: fail open, as everywhere
   }
   writeRateLimitHeaders(replySink(reply), config.rateLimit, hit);
   if (hit.allowed) {
