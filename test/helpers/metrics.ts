@@ -26,7 +26,9 @@ const SUFFIXES: Record<string, string[]> = {
 };
 
 function parseValue(text: string, line: string): number {
-  if (text === 'NaN') {
+  // the text format reads values with Go's ParseFloat, which takes NaN in any case: prom-client
+  // writes `Nan` (the event-loop lag mean of a scrape with no sample since the last one)
+  if (/^nan$/i.test(text)) {
     return NaN;
   }
   if (text === '+Inf') {
