@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { ApiKeysRepository } from './api-keys/api-keys.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
 import { isStorableText } from '../common/validation.js';
@@ -8,16 +9,6 @@ import type { Caller } from './caller.js';
 import { dummyPasswordHash, verifyPassword } from './passwords.js';
 import { isRole, lowerRole, type Role } from './role.js';
 import { sha256 } from './token.service.js';
-
-interface KeyRow {
-  id: string;
-  user_id: string;
-  role: string;
-  key_hash: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  user_role: string;
-}
 
 /** Only write `last_used_at` once a minute per key: a write per request would cost the hot path. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -36,6 +27,7 @@ export class AuthService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: DatabaseService,
+    private readonly apiKeys: ApiKeysRepository,
   ) {}
 
   /** The live user's id and role, or undefined when deleted/unknown. */
@@ -122,13 +114,7 @@ export class AuthService {
       return undefined;
     }
     const hash = sha256(key);
-    const rows = await this.db.query<KeyRow>(
-      `SELECT k.id, k.user_id, k.role, k.key_hash, k.expires_at, k.revoked_at, u.role AS user_role
-         FROM api_keys k JOIN users u ON u.id = k.user_id
-        WHERE k.key_hash = ${this.db.p(1)} AND u.deleted_at IS NULL`,
-      [hash],
-    );
-    const row = rows[0];
+    const row = await this.apiKeys.findCredential(hash);
     if (!row || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) {
       return undefined;
     }
@@ -156,12 +142,7 @@ export class AuthService {
     }
     this.lastUsedWritten.set(keyId, Date.now());
     this.db
-      .transaction(({ manager }) =>
-        manager.query(
-          `UPDATE api_keys SET last_used_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
-          [now, keyId],
-        ),
-      )
+      .transaction(({ manager }) => this.apiKeys.touchLastUsed(manager, keyId, now))
       .catch((err: unknown) => this.logger.warn({ err }, 'could not record api key use'));
   }
 }
