@@ -15,7 +15,7 @@ import { CountersRepository, CountKeys } from '../database/counters.repository.j
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
-import { searchRows } from '../search/search-query.js';
+import { searchRows } from '../database/search-index.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';

@@ -21,7 +21,7 @@ import { DatabaseService, type TxContext } from '../database/database.service.js
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
-import { searchRows } from '../search/search-query.js';
+import { searchRows } from '../database/search-index.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
