@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { ApiKeysRepository } from './api-keys/api-keys.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
+import { UsersRepository } from '../users/users.repository.js';
 import { isStorableText } from '../common/validation.js';
 import type { Caller } from './caller.js';
 import { dummyPasswordHash, verifyPassword } from './passwords.js';
@@ -28,15 +29,12 @@ export class AuthService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: DatabaseService,
     private readonly apiKeys: ApiKeysRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   /** The live user's id and role, or undefined when deleted/unknown. */
   async liveUserRole(userId: string): Promise<Role | undefined> {
-    const rows = await this.db.query<{ role: string }>(
-      `SELECT role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [userId],
-    );
-    const role = rows[0]?.role;
+    const role = await this.users.liveRole(userId);
     return isRole(role) ? role : undefined;
   }
 
@@ -44,11 +42,7 @@ export class AuthService {
     if (!isStorableText(email) || !isStorableText(password)) {
       return undefined; // no stored email holds NUL or a lone surrogate (PostgreSQL would refuse it)
     }
-    const rows = await this.db.query<{ id: string; role: string; password_hash: string | null }>(
-      `SELECT id, role, password_hash FROM users WHERE email_normalized = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [email.trim().toLowerCase()],
-    );
-    const row = rows[0];
+    const row = await this.users.findLoginByEmail(email.trim().toLowerCase());
     if (!row?.password_hash) {
       await verifyPassword(await dummyPasswordHash(this.config.passwordHashProfile), password);
       return undefined;
@@ -73,11 +67,7 @@ export class AuthService {
     issuedAtS: number | undefined,
     expS: number,
   ): Promise<Caller | undefined> {
-    const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
-      `SELECT tokens_valid_after, role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [userId],
-    );
-    const row = rows[0];
+    const row = await this.users.findTokenState(userId);
     if (!row || !isRole(row.role)) {
       return undefined;
     }
@@ -96,11 +86,7 @@ export class AuthService {
    */
   async recheckBasic(caller: Caller): Promise<Caller | undefined> {
     const checked = this.passwordHashes.get(caller);
-    const rows = await this.db.query<{ role: string; password_hash: string | null }>(
-      `SELECT role, password_hash FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [caller.userId],
-    );
-    const row = rows[0];
+    const row = await this.users.findRoleAndPassword(caller.userId);
     if (!row || checked === undefined || row.password_hash !== checked || !isRole(row.role)) {
       return undefined;
     }
