@@ -145,6 +145,15 @@ export class UsersRepository {
     return where;
   }
 
+  /** Whether the user is live; with `manager`, read in that transaction. */
+  async isLive(id: string, manager?: EntityManager): Promise<boolean> {
+    const sql = `SELECT id FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`;
+    const rows = manager
+      ? await manager.query<unknown[]>(sql, [id])
+      : await this.db.query<{ id: string }>(sql, [id]);
+    return rows.length > 0;
+  }
+
   // ---- the credential look-ups (every authenticated request) -------------------------------
 
   /** The live user's role (unchecked text), or undefined. */
