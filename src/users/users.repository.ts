@@ -145,6 +145,15 @@ export class UsersRepository {
     return where;
   }
 
+  /** The user by id, live or soft-deleted, read in the transaction of `manager`. */
+  async findAnyById(manager: EntityManager, id: string): Promise<User | undefined> {
+    const [row] = await manager.query<UserRow[]>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.p(1)}`,
+      [id],
+    );
+    return row ? userFromRow(row) : undefined;
+  }
+
   /** Whether the user is live; with `manager`, read in that transaction. */
   async isLive(id: string, manager?: EntityManager): Promise<boolean> {
     const sql = `SELECT id FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`;
