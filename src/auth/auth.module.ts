@@ -3,6 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { UsersModule } from '../users/users.module.js';
 import { AppPassport } from './app-passport.js';
 import { ApiKeysController } from './api-keys/api-keys.controller.js';
+import { ApiKeysRepository } from './api-keys/api-keys.repository.js';
 import { ApiKeysService } from './api-keys/api-keys.service.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
@@ -23,6 +24,7 @@ import { TokenService } from './token.service.js';
     AuthService,
     SessionService,
     ApiKeysService,
+    ApiKeysRepository,
     // this application's own passport instance and the strategies registered on it (app-passport.ts)
     AppPassport,
     CredentialsService,

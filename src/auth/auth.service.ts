@@ -1,23 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { ApiKeysRepository } from './api-keys/api-keys.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
+import { UsersRepository } from '../users/users.repository.js';
 import { isStorableText } from '../common/validation.js';
 import type { Caller } from './caller.js';
 import { dummyPasswordHash, verifyPassword } from './passwords.js';
 import { isRole, lowerRole, type Role } from './role.js';
 import { sha256 } from './token.service.js';
-
-interface KeyRow {
-  id: string;
-  user_id: string;
-  role: string;
-  key_hash: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  user_role: string;
-}
 
 /** Only write `last_used_at` once a minute per key: a write per request would cost the hot path. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -36,15 +28,13 @@ export class AuthService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: DatabaseService,
+    private readonly apiKeys: ApiKeysRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   /** The live user's id and role, or undefined when deleted/unknown. */
   async liveUserRole(userId: string): Promise<Role | undefined> {
-    const rows = await this.db.query<{ role: string }>(
-      `SELECT role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [userId],
-    );
-    const role = rows[0]?.role;
+    const role = await this.users.liveRole(userId);
     return isRole(role) ? role : undefined;
   }
 
@@ -52,11 +42,7 @@ export class AuthService {
     if (!isStorableText(email) || !isStorableText(password)) {
       return undefined; // no stored email holds NUL or a lone surrogate (PostgreSQL would refuse it)
     }
-    const rows = await this.db.query<{ id: string; role: string; password_hash: string | null }>(
-      `SELECT id, role, password_hash FROM users WHERE email_normalized = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [email.trim().toLowerCase()],
-    );
-    const row = rows[0];
+    const row = await this.users.findLoginByEmail(email.trim().toLowerCase());
     if (!row?.password_hash) {
       await verifyPassword(await dummyPasswordHash(this.config.passwordHashProfile), password);
       return undefined;
@@ -81,11 +67,7 @@ export class AuthService {
     issuedAtS: number | undefined,
     expS: number,
   ): Promise<Caller | undefined> {
-    const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
-      `SELECT tokens_valid_after, role FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [userId],
-    );
-    const row = rows[0];
+    const row = await this.users.findTokenState(userId);
     if (!row || !isRole(row.role)) {
       return undefined;
     }
@@ -104,11 +86,7 @@ export class AuthService {
    */
   async recheckBasic(caller: Caller): Promise<Caller | undefined> {
     const checked = this.passwordHashes.get(caller);
-    const rows = await this.db.query<{ role: string; password_hash: string | null }>(
-      `SELECT role, password_hash FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [caller.userId],
-    );
-    const row = rows[0];
+    const row = await this.users.findRoleAndPassword(caller.userId);
     if (!row || checked === undefined || row.password_hash !== checked || !isRole(row.role)) {
       return undefined;
     }
@@ -122,13 +100,7 @@ export class AuthService {
       return undefined;
     }
     const hash = sha256(key);
-    const rows = await this.db.query<KeyRow>(
-      `SELECT k.id, k.user_id, k.role, k.key_hash, k.expires_at, k.revoked_at, u.role AS user_role
-         FROM api_keys k JOIN users u ON u.id = k.user_id
-        WHERE k.key_hash = ${this.db.p(1)} AND u.deleted_at IS NULL`,
-      [hash],
-    );
-    const row = rows[0];
+    const row = await this.apiKeys.findCredential(hash);
     if (!row || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) {
       return undefined;
     }
@@ -156,12 +128,7 @@ export class AuthService {
     }
     this.lastUsedWritten.set(keyId, Date.now());
     this.db
-      .transaction(({ manager }) =>
-        manager.query(
-          `UPDATE api_keys SET last_used_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
-          [now, keyId],
-        ),
-      )
+      .transaction(({ manager }) => this.apiKeys.touchLastUsed(manager, keyId, now))
       .catch((err: unknown) => this.logger.warn({ err }, 'could not record api key use'));
   }
 }

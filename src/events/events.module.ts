@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { PubSub } from 'graphql-subscriptions';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { RoomsRepository } from '../messages/rooms.repository.js';
 import { RedisConnections } from '../redis/redis.module.js';
 import { EventsService, PUB_SUB } from './events.service.js';
 import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
@@ -38,6 +39,9 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
       },
     },
     EventsService,
+    // the rooms' last sequence numbers seed the event sequencer at boot (stateless: a second instance
+    // beside MessagesModule's costs nothing)
+    RoomsRepository,
   ],
   exports: [PUB_SUB, EventsService],
 })

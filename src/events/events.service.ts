@@ -9,8 +9,8 @@ import {
 import { RedisPubSub } from 'graphql-redis-subscriptions';
 import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
 import type { Redis } from 'ioredis';
-import { DatabaseService } from '../database/database.service.js';
 import type { MessageEvent } from '../messages/message.js';
+import { RoomsRepository } from '../messages/rooms.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { firstConnection } from '../redis/redis.module.js';
 import type { User } from '../users/user.js';
@@ -77,8 +77,8 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     @Inject(PUB_SUB) readonly pubSub: PubSubEngine,
-    private readonly db: DatabaseService,
     private readonly metrics: MetricsService,
+    private readonly rooms: RoomsRepository,
   ) {
     this.emitter.setMaxListeners(0); // one listener per subscriber: hundreds per room are normal
     this.local = new PubSub({ eventEmitter: this.emitter });
@@ -97,11 +97,8 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onApplicationBootstrap(): Promise<void> {
     // rooms that exist now resume after their last message; rooms created later start at 1
-    const rooms = await this.db.query<{ id: string; last_seq: number | string }>(
-      'SELECT id, last_seq FROM rooms',
-    );
-    for (const room of rooms) {
-      this.sequencer.seed(room.id, Number(room.last_seq));
+    for (const room of await this.rooms.lastSeqs()) {
+      this.sequencer.seed(room.id, room.lastSeq);
     }
     const subscribed = Promise.all([
       this.pubSub.subscribe(

@@ -6,20 +6,13 @@ import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';
-import { USER_COLUMNS, userFromRow, type UserRow } from '../users/users.mapper.js';
-import {
-  MESSAGE_COLUMNS,
-  ROOM_COLUMNS,
-  messageFromRow,
-  roomFromRow,
-  type MessageRow,
-  type RoomRow,
-} from './messages.mapper.js';
+import { UsersRepository } from '../users/users.repository.js';
+import { MessagesRepository } from './messages.repository.js';
+import { RoomsRepository } from './rooms.repository.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 export const MESSAGE_LIST_SPEC: ListSpec<never> = {
@@ -35,9 +28,6 @@ export const MESSAGE_LIST_SPEC: ListSpec<never> = {
   },
   memberCosts: { content: MESSAGE_CONTENT_COST },
 };
-
-/** Messages sort by their room sequence: commit order, which is also created_at order in a room. */
-const SORT_COLUMNS = { created_at: 'seq' };
 
 /** A message with its room sequence number (GraphQL cursors use it). */
 export interface SequencedMessage {
@@ -57,6 +47,9 @@ export class MessagesService {
     private readonly rooms: RoomsService,
     private readonly events: EventsService,
     private readonly counters: CountersRepository,
+    private readonly messages: MessagesRepository,
+    private readonly roomRows: RoomsRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   async list(
@@ -67,34 +60,21 @@ export class MessagesService {
     requireCaller(caller);
     const query = parseListQuery(rawQuery, MESSAGE_LIST_SPEC);
     await this.rooms.get(caller, roomId);
-    const params: unknown[] = [roomId];
-    const where = [`room_id = ${this.db.p(1)}`];
     let afterSeq = 0;
     if (rawQuery.after !== undefined) {
       afterSeq = await this.seqOf(roomId, rawQuery.after);
-      params.push(afterSeq);
-      where.push(`seq > ${this.db.p(2)}`);
     }
     // seq runs 1, 2, 3… without gaps in each room (send() takes the next number and inserts in one
     // transaction), so "after message #k" leaves exactly count - k messages: still O(1)
     const total = this.counters
       .get(CountKeys.messagesOfRoom(roomId))
       .then((n) => Math.max(0, n - afterSeq));
-    const { rows, meta, next } = await listPage<MessageRow>(
-      this.db,
-      {
-        list: 'messages',
-        columns: MESSAGE_COLUMNS,
-        from: 'messages',
-        where,
-        params,
-        sortColumns: SORT_COLUMNS,
-        uniqueSort: true,
-      },
+    return this.messages.list(
       query,
+      roomId,
+      rawQuery.after !== undefined ? afterSeq : undefined,
       total,
     );
-    return { data: rows.map(messageFromRow), meta, next };
   }
 
   /**
@@ -109,23 +89,8 @@ export class MessagesService {
     if (roomIds.length === 0) {
       return pages;
     }
-    // one LIMITed range of (room_id, seq) per room, glued with UNION ALL: the cost is the page size
-    // per room, however many messages a room has (a window function would number all of them)
-    const params: unknown[] = [];
-    const parts = roomIds.map((roomId, i) => {
-      params.push(roomId);
-      let where = `room_id = ${this.db.p(params.length)}`;
-      if (opts.afterSeq !== undefined) {
-        params.push(opts.afterSeq);
-        where += ` AND seq > ${this.db.p(params.length)}`;
-      }
-      params.push(opts.size + 1);
-      return `SELECT * FROM (SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where}
-                ORDER BY seq ASC LIMIT ${this.db.p(params.length)}) r${i}`;
-    });
-    const rows = await this.db.query<MessageRow>(parts.join(' UNION ALL '), params);
-    for (const row of rows) {
-      pages.get(row.room_id)?.push({ message: messageFromRow(row), seq: Number(row.seq) });
+    for (const sequenced of await this.messages.firstOfRooms(roomIds, opts)) {
+      pages.get(sequenced.message.roomId)?.push(sequenced);
     }
     for (const page of pages.values()) {
       page.sort((a, b) => a.seq - b.seq);
@@ -151,15 +116,7 @@ export class MessagesService {
   /** Messages by id in one statement (DataLoader batches, node(id:)). */
   async findByIds(ids: readonly string[]): Promise<Message[]> {
     const valid = ids.filter((id) => isId('message', id));
-    if (valid.length === 0) {
-      return [];
-    }
-    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
-    const rows = await this.db.query<MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE id IN (${params})`,
-      valid,
-    );
-    return rows.map(messageFromRow);
+    return this.messages.findByIds(valid);
   }
 
   /**
@@ -177,21 +134,12 @@ export class MessagesService {
     }
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
-      await manager.query(`UPDATE rooms SET last_seq = last_seq + 1 WHERE id = ${this.db.p(1)}`, [
-        roomId,
-      ]);
-      const [room] = await manager.query<(RoomRow & { last_seq: number | string })[]>(
-        `SELECT ${ROOM_COLUMNS}, last_seq FROM rooms WHERE id = ${this.db.p(1)}`,
-        [roomId],
-      );
-      if (!room) {
+      const taken = await this.roomRows.takeNextSeq(manager, roomId);
+      if (!taken) {
         throw NotFound('Room');
       }
-      const [author] = await manager.query<UserRow[]>(
-        `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.db.p(1)}`,
-        [caller.userId],
-      );
-      const seq = Number(room.last_seq);
+      const author = await this.users.findAnyById(manager, caller.userId);
+      const { seq } = taken;
       // taken under the lock, so created_at follows seq within a room
       const message: Message = {
         id: newId('message'),
@@ -200,16 +148,12 @@ export class MessagesService {
         content: input.content,
         createdAt: nowIso(),
       };
-      await manager.query(
-        `INSERT INTO messages (id, room_id, author_id, content, created_at, seq)
-         VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.db.p(n)).join(', ')})`,
-        [message.id, roomId, message.authorId, message.content, message.createdAt, seq],
-      );
+      await this.messages.insert(manager, message, seq);
       this.counters.add(tx, { [CountKeys.messagesOfRoom(roomId)]: 1 });
       const event: MessageEvent = {
         ...message,
-        room: roomFromRow(room),
-        author: author ? userFromRow(author) : undefined,
+        room: taken.room,
+        author,
       };
       tx.afterCommit(() => this.events.messageSent(event, seq));
       return message;
@@ -225,13 +169,10 @@ export class MessagesService {
     if (!isId('message', after)) {
       throw invalid();
     }
-    const rows = await this.db.query<{ seq: number | string }>(
-      `SELECT seq FROM messages WHERE id = ${this.db.p(1)} AND room_id = ${this.db.p(2)}`,
-      [after, roomId],
-    );
-    if (!rows[0]) {
+    const seq = await this.messages.seqOf(after, roomId);
+    if (seq === undefined) {
       throw invalid();
     }
-    return Number(rows[0].seq);
+    return seq;
   }
 }

@@ -6,10 +6,9 @@ import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/list-page.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
 import type { Room } from './message.js';
-import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.mapper.js';
+import { RoomsRepository } from './rooms.repository.js';
 
 export const ROOM_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'name'],
@@ -17,33 +16,19 @@ export const ROOM_LIST_SPEC: ListSpec<never> = {
   filters: {},
 };
 
-const SORT_COLUMNS = { created_at: 'created_at', name: 'name' };
-
 /** Rooms: every authenticated caller reads them; USER and ADMIN create them (docs/contract.md section 7). */
 @Injectable()
 export class RoomsService {
   constructor(
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
+    private readonly repository: RoomsRepository,
   ) {}
 
   async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Room>> {
     requireCaller(caller);
     const query = parseListQuery(rawQuery, ROOM_LIST_SPEC);
-    const { rows, meta, next } = await listPage<RoomRow>(
-      this.db,
-      {
-        list: 'rooms',
-        columns: ROOM_COLUMNS,
-        from: 'rooms',
-        where: [],
-        params: [],
-        sortColumns: SORT_COLUMNS,
-      },
-      query,
-      this.counters.get(CountKeys.rooms()),
-    );
-    return { data: rows.map(roomFromRow), meta, next };
+    return this.repository.list(query, this.counters.get(CountKeys.rooms()));
   }
 
   /** Keyset page in creation order for GraphQL `rooms`: `after` is a `[created_at, id]` position. */
@@ -52,17 +37,7 @@ export class RoomsService {
     opts: { size: number; after?: [unknown, string] },
   ): Promise<Room[]> {
     requireCaller(caller);
-    const params: unknown[] = [];
-    let where = '';
-    if (opts.after) {
-      params.push(opts.after[0], opts.after[1]);
-      where = `WHERE (created_at, id) > (${this.db.p(1)}, ${this.db.p(2)})`;
-    }
-    const rows = await this.db.query<RoomRow>(
-      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY created_at ASC, id ASC LIMIT ${opts.size + 1}`,
-      params,
-    );
-    return rows.map(roomFromRow);
+    return this.repository.page(opts);
   }
 
   /** Rooms in all: one counter read (CountersRepository). */
@@ -86,15 +61,7 @@ export class RoomsService {
   /** Rooms by id in one statement (DataLoader batches land here). */
   async findByIds(ids: readonly string[]): Promise<Room[]> {
     const valid = ids.filter((id) => isId('room', id));
-    if (valid.length === 0) {
-      return [];
-    }
-    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
-    const rows = await this.db.query<RoomRow>(
-      `SELECT ${ROOM_COLUMNS} FROM rooms WHERE id IN (${params})`,
-      valid,
-    );
-    return rows.map(roomFromRow);
+    return this.repository.findByIds(valid);
   }
 
   async create(caller: MaybeCaller, input: CreateRoomInput): Promise<Room> {
@@ -105,11 +72,7 @@ export class RoomsService {
     const room: Room = { id: newId('room'), name: input.name, createdAt: nowIso() };
     try {
       await this.db.transaction(async (tx) => {
-        await tx.manager.query(
-          `INSERT INTO rooms (id, name, created_by, created_at, last_seq)
-           VALUES (${this.db.p(1)}, ${this.db.p(2)}, ${this.db.p(3)}, ${this.db.p(4)}, 0)`,
-          [room.id, room.name, caller.userId, room.createdAt],
-        );
+        await this.repository.insert(tx.manager, room, caller.userId);
         this.counters.add(tx, { [CountKeys.rooms()]: 1 });
       });
     } catch (err) {

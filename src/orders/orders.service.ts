@@ -14,20 +14,18 @@ import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/list-page.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
-import { OrderEntity } from './order.entity.js';
 import { decideTransition, nextStatuses } from './order-status.js';
-import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.mapper.js';
+import { orderFromRow } from './orders.mapper.js';
+import { OrdersRepository } from './orders.repository.js';
+import { UsersRepository } from '../users/users.repository.js';
 
 export const ORDER_LIST_SPEC: ListSpec<'status'> = {
   sortFields: ['created_at'],
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: { status: ORDER_STATUSES },
 };
-
-const SORT_COLUMNS = { created_at: 'created_at' };
 
 /** A validated new order, transport-neutral (REST and GraphQL inputs both map to it). */
 export interface NewOrder {
@@ -48,6 +46,8 @@ export class OrdersService {
   constructor(
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
+    private readonly orders: OrdersRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -73,28 +73,14 @@ export class OrdersService {
     this.requireOwnerOrAdmin(caller, userId);
     const query = parseListQuery(rawQuery, ORDER_LIST_SPEC);
     const status = query.filters.status;
-    const params: unknown[] = [userId];
-    const where = [`user_id = ${this.db.p(1)}`];
-    if (status) {
-      params.push(status);
-      where.push(`status = ${this.db.p(2)}`);
-    }
-    const { rows, meta, next } = await listPage<OrderRow>(
-      this.db,
-      {
-        list: 'orders',
-        columns: ORDER_COLUMNS,
-        from: 'orders',
-        where,
-        params,
-        sortColumns: SORT_COLUMNS,
-      },
+    return this.orders.list(
       query,
+      userId,
+      status,
       this.counters.get(
         status ? CountKeys.ordersOfUserByStatus(userId, status) : CountKeys.ordersOfUser(userId),
       ),
     );
-    return { data: rows.map(orderFromRow), meta, next };
   }
 
   /** Permission to list a user's orders (User.orders in GraphQL), for a user already known to exist. */
@@ -116,29 +102,8 @@ export class OrdersService {
     if (userIds.length === 0) {
       return pages;
     }
-    // one LIMITed index range per user, glued with UNION ALL: the cost is the page size per user,
-    // however many orders a user has (a window function would number all of them)
-    const params: unknown[] = [];
-    const parts = userIds.map((userId, i) => {
-      params.push(userId);
-      const where = [`user_id = ${this.db.p(params.length)}`];
-      if (opts.status) {
-        params.push(opts.status);
-        where.push(`status = ${this.db.p(params.length)}`);
-      }
-      if (opts.after) {
-        params.push(opts.after[0], opts.after[1]);
-        where.push(
-          `(created_at, id) > (${this.db.p(params.length - 1)}, ${this.db.p(params.length)})`,
-        );
-      }
-      params.push(opts.size + 1);
-      return `SELECT * FROM (SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where.join(' AND ')}
-                ORDER BY created_at ASC, id ASC LIMIT ${this.db.p(params.length)}) u${i}`;
-    });
-    const rows = await this.db.query<OrderRow>(parts.join(' UNION ALL '), params);
-    for (const row of rows) {
-      pages.get(row.user_id)?.push(orderFromRow(row));
+    for (const order of await this.orders.firstOfUsers(userIds, opts)) {
+      pages.get(order.userId)?.push(order);
     }
     for (const page of pages.values()) {
       page.sort((a, b) =>
@@ -164,15 +129,7 @@ export class OrdersService {
     if (!isId('order', id)) {
       return undefined;
     }
-    const rows = await this.db.query<OrderRow>(
-      `SELECT ${ORDER_COLUMNS.split(', ')
-        .map((c) => `o.${c}`)
-        .join(', ')}
-         FROM orders o JOIN users u ON u.id = o.user_id
-        WHERE o.id = ${this.db.p(1)} AND u.deleted_at IS NULL`,
-      [id],
-    );
-    return rows[0] ? orderFromRow(rows[0]) : undefined;
+    return this.orders.findOfLiveUser(id);
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -211,16 +168,7 @@ export class OrdersService {
       if (!(await this.userIsLive(manager, userId))) {
         throw NotFound('User');
       }
-      await manager.insert(OrderEntity, {
-        id: order.id,
-        userId,
-        status: order.status,
-        items: itemsToJson(order.items),
-        totalCents: order.totalCents,
-        currency: order.currency,
-        createdAt: now,
-        updatedAt: now,
-      });
+      await this.orders.insert(manager, order);
       this.counters.add(tx, {
         [CountKeys.ordersOfUser(userId)]: 1,
         [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
@@ -239,7 +187,7 @@ export class OrdersService {
     this.requireOrderRole(caller);
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
-      const entity = isId('order', id) ? await this.lockedRow(manager, id) : null;
+      const entity = isId('order', id) ? await this.orders.lockedRow(manager, id) : null;
       if (!entity || !(await this.userIsLive(manager, entity.userId))) {
         throw NotFound('Order');
       }
@@ -278,7 +226,7 @@ export class OrdersService {
           );
       }
       const updatedAt = laterThan(current.updatedAt);
-      await manager.update(OrderEntity, { id }, { status, updatedAt });
+      await this.orders.updateStatus(manager, id, status, updatedAt);
       this.counters.add(tx, {
         [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
         [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
@@ -309,33 +257,13 @@ export class OrdersService {
     if (!isId('user', userId)) {
       throw NotFound('User');
     }
-    const rows = await this.db.query<{ id: string }>(
-      `SELECT id FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [userId],
-    );
-    if (rows.length === 0) {
+    if (!(await this.users.isLive(userId))) {
       throw NotFound('User');
     }
   }
 
   private async userIsLive(manager: EntityManager, userId: string): Promise<boolean> {
-    const rows = await manager.query<unknown[]>(
-      `SELECT id FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [userId],
-    );
-    return rows.length > 0;
-  }
-
-  /** The row, locked for the rest of the transaction on PostgreSQL (SQLite writes are serialized). */
-  private async lockedRow(manager: EntityManager, id: string): Promise<OrderEntity | null> {
-    const qb = manager
-      .getRepository(OrderEntity)
-      .createQueryBuilder('o')
-      .where('o.id = :id', { id });
-    if (this.db.dialect === 'postgres') {
-      qb.setLock('pessimistic_write');
-    }
-    return qb.getOne();
+    return this.users.isLive(userId, manager);
   }
 }
 

@@ -13,13 +13,11 @@ import { isId, newId, nowIso } from '../common/ids.js';
 import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/list-page.js';
-import { keysetSql, type PageWindow } from '../graphql/connection.js';
-import { searchRows } from '../search/search-query.js';
+import type { PageWindow } from '../graphql/connection.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';
-import { POST_COLUMNS, postFromRow, type PostRow } from './posts.mapper.js';
+import { PostsRepository } from './posts.repository.js';
 
 export const POST_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'updated_at', 'title'],
@@ -35,8 +33,6 @@ export const POST_LIST_SPEC: ListSpec<never> = {
   memberCosts: { body: POST_BODY_COST },
 };
 
-const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', title: 'title' };
-
 /** Checked against the stored post inside the write transaction (If-Match); false -> 412. */
 export type PostPrecondition = (current: Post) => boolean;
 
@@ -46,21 +42,14 @@ export class PostsService {
   constructor(
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
+    private readonly posts: PostsRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
 
   async findByIds(ids: readonly string[]): Promise<Post[]> {
     const valid = ids.filter((id) => isId('post', id));
-    if (valid.length === 0) {
-      return [];
-    }
-    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
-    const rows = await this.db.query<PostRow>(
-      `SELECT ${POST_COLUMNS} FROM posts WHERE id IN (${params}) AND deleted_at IS NULL`,
-      valid,
-    );
-    return rows.map(postFromRow);
+    return this.posts.findByIds(valid);
   }
 
   /** One post; `load` lets GraphQL fetch through the request's DataLoader (node() batches). */
@@ -82,8 +71,6 @@ export class PostsService {
   async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Post>> {
     requireRead(caller);
     const query = parseListQuery(rawQuery, POST_LIST_SPEC);
-    const where = ['deleted_at IS NULL'];
-    const params: unknown[] = [];
     const author = rawQuery.author_id;
     if (author !== undefined) {
       if (typeof author !== 'string' || !isId('user', author)) {
@@ -91,25 +78,14 @@ export class PostsService {
           { field: 'author_id', message: 'author_id must be a user id' },
         ]);
       }
-      params.push(author);
-      where.push(`author_id = ${this.db.p(params.length)}`);
     }
-    const { rows, meta, next } = await listPage<PostRow>(
-      this.db,
-      {
-        list: 'posts',
-        columns: POST_COLUMNS,
-        from: 'posts',
-        where,
-        params,
-        sortColumns: SORT_COLUMNS,
-      },
+    return this.posts.list(
       query,
+      typeof author === 'string' ? author : undefined,
       this.counters.get(
         typeof author === 'string' ? CountKeys.postsByAuthor(author) : CountKeys.posts(),
       ),
     );
-    return { data: rows.map(postFromRow), meta, next };
   }
 
   /**
@@ -126,27 +102,14 @@ export class PostsService {
         { field: 'first', message: `first must be an integer from 0 to ${MAX_LIMIT}` },
       ]);
     }
-    const where = ['deleted_at IS NULL'];
-    const params: unknown[] = [];
     if (opts.after !== undefined) {
       if (!isId('post', opts.after)) {
         throw BadRequest('Invalid paging arguments', [
           { field: 'after', message: 'after must be a post id' },
         ]);
       }
-      params.push(opts.after);
-      const ref = this.db.p(params.length);
-      where.push(`(created_at, id) > (SELECT created_at, id FROM posts WHERE id = ${ref})`);
     }
-    if (opts.since !== undefined) {
-      params.push(opts.since);
-      where.push(`created_at >= ${this.db.p(params.length)}`);
-    }
-    const rows = await this.db.query<PostRow>(
-      `SELECT ${POST_COLUMNS} FROM posts WHERE ${where.join(' AND ')} ORDER BY created_at, id LIMIT ${opts.first}`,
-      params,
-    );
-    return rows.map(postFromRow);
+    return this.posts.feed(opts);
   }
 
   /**
@@ -159,26 +122,10 @@ export class PostsService {
     window: PageWindow,
   ): Promise<Post[]> {
     requireRead(caller);
-    if (authorIds.length === 0) {
-      return [];
-    }
-    // one LIMITed index range per author, glued with UNION ALL: the cost is the page size per
-    // author, however many posts an author has (a window function would number all of them)
-    const params: unknown[] = [];
-    const parts = authorIds.map((authorId, i) => {
-      params.push(authorId);
-      const author = this.db.p(params.length);
-      const ks = keysetSql(window, 'created_at', false, (n) => this.db.p(n), params);
-      const where = [`author_id = ${author}`, 'deleted_at IS NULL', ...ks.where].join(' AND ');
-      return `SELECT * FROM (SELECT ${POST_COLUMNS} FROM posts WHERE ${where}
-                ORDER BY ${ks.orderBy} LIMIT ${ks.limit}) a${i}`;
-    });
-    const rows = await this.db.query<PostRow>(parts.join(' UNION ALL '), params);
-    return rows
-      .map(postFromRow)
-      .sort((a, b) =>
-        compareKeys([a.authorId, a.createdAt, a.id], [b.authorId, b.createdAt, b.id]),
-      );
+    const rows = await this.posts.pageByAuthors(authorIds, window);
+    return rows.sort((a, b) =>
+      compareKeys([a.authorId, a.createdAt, a.id], [b.authorId, b.createdAt, b.id]),
+    );
   }
 
   /** Live posts per author: one read of their counters for all of them. */
@@ -198,25 +145,13 @@ export class PostsService {
     position: [unknown, string],
   ): Promise<Set<string>> {
     requireRead(caller);
-    // one LIMIT 1 probe of the author's index range each (DISTINCT would read every earlier post)
-    const params: unknown[] = [];
-    const parts = authorIds.map((authorId, i) => {
-      params.push(authorId, position[0], position[1]);
-      const [a, v, id] = [params.length - 2, params.length - 1, params.length].map((n) =>
-        this.db.p(n),
-      );
-      return `SELECT * FROM (SELECT author_id FROM posts WHERE author_id = ${a} AND deleted_at IS NULL
-                AND (created_at, id) <= (${v}, ${id}) LIMIT 1) a${i}`;
-    });
-    const rows = await this.db.query<{ author_id: string }>(parts.join(' UNION ALL '), params);
-    return new Set(rows.map((r) => r.author_id));
+    return this.posts.authorsWithPostsUpTo(authorIds, position);
   }
 
   /** Posts whose title and body words start with every one of `words` (search-query.ts), newest first. */
   async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<Post[]> {
     requireRead(caller);
-    const rows = await searchRows<PostRow>(this.db, 'posts', POST_COLUMNS, words, limit);
-    return rows.map(postFromRow);
+    return this.posts.search(words, limit);
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -237,11 +172,7 @@ export class PostsService {
       updatedAt: now,
     };
     await this.db.transaction(async (tx) => {
-      await tx.manager.query(
-        `INSERT INTO posts (id, author_id, title, body, created_at, updated_at, deleted_at)
-         VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.db.p(n)).join(', ')}, NULL)`,
-        [post.id, post.authorId, post.title, post.body, post.createdAt, post.updatedAt],
-      );
+      await this.posts.insert(tx.manager, post);
       this.counters.add(tx, {
         [CountKeys.posts()]: 1,
         [CountKeys.postsByAuthor(post.authorId)]: 1,
@@ -283,11 +214,7 @@ export class PostsService {
         body: patch.body ?? row.post.body,
         updatedAt: laterThan(row.post.updatedAt),
       };
-      await manager.query(
-        `UPDATE posts SET title = ${this.db.p(1)}, body = ${this.db.p(2)}, updated_at = ${this.db.p(3)}
-         WHERE id = ${this.db.p(4)}`,
-        [updated.title, updated.body, updated.updatedAt, id],
-      );
+      await this.posts.update(manager, updated);
       return updated;
     });
   }
@@ -312,10 +239,7 @@ export class PostsService {
       if (precondition && !precondition(row.post)) {
         throw PreconditionFailed();
       }
-      await manager.query(
-        `UPDATE posts SET deleted_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
-        [nowIso(), id],
-      );
+      await this.posts.softDelete(manager, id, nowIso());
       this.counters.add(tx, {
         [CountKeys.posts()]: -1,
         [CountKeys.postsByAuthor(row.post.authorId)]: -1,
@@ -332,13 +256,7 @@ export class PostsService {
     if (!isId('post', id)) {
       return undefined;
     }
-    const lock = this.db.dialect === 'postgres' ? ' FOR UPDATE' : '';
-    const rows = await manager.query<(PostRow & { deleted_at: string | null })[]>(
-      `SELECT ${POST_COLUMNS}, deleted_at FROM posts WHERE id = ${this.db.p(1)}${lock}`,
-      [id],
-    );
-    const row = rows[0];
-    return row ? { post: postFromRow(row), deleted: row.deleted_at !== null } : undefined;
+    return this.posts.lockedRow(manager, id);
   }
 }
 

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';
+import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
 import { AdminResolver } from './admin.resolver.js';
@@ -11,7 +12,14 @@ import { UserAgeExtension } from './user-age.extension.js';
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
   controllers: [UsersController],
-  providers: [UsersService, AdminBootstrap, UsersResolver, AdminResolver, UserAgeExtension],
-  exports: [UsersService],
+  providers: [
+    UsersService,
+    UsersRepository,
+    AdminBootstrap,
+    UsersResolver,
+    AdminResolver,
+    UserAgeExtension,
+  ],
+  exports: [UsersService, UsersRepository],
 })
 export class UsersModule {}

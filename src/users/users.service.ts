@@ -14,14 +14,11 @@ import {
 import { isId, newId, nowIso } from '../common/ids.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
-import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
-import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
-import { searchRows } from '../search/search-query.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -30,8 +27,11 @@ import {
   type RegisterInput,
 } from './dto/user.inputs.js';
 import type { User } from './user.js';
-import { UserEntity } from './user.entity.js';
-import { USER_COLUMNS, userFromEntity, userFromRow, type UserRow } from './users.mapper.js';
+import type { UserEntity } from './user.entity.js';
+import { userFromEntity } from './users.mapper.js';
+import { UsersRepository, type UserPageQuery } from './users.repository.js';
+
+export type { UserOrderField, UserPageQuery } from './users.repository.js';
 
 export const USER_LIST_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],
@@ -39,30 +39,11 @@ export const USER_LIST_SPEC: ListSpec<'role'> = {
   filters: { role: [Role.ADMIN, Role.USER, Role.GUEST] },
 };
 
-const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
-
-export type UserOrderField = keyof typeof SORT_COLUMNS;
-
-/** A keyset page (GraphQL connections): filter, ordering and the window between cursors. */
-export interface UserPageQuery {
-  role?: Role;
-  field: UserOrderField;
-  desc: boolean;
-  window: PageWindow;
-}
-
 /** Checked against the stored user inside the write transaction (If-Match); false -> 412. */
 export type Precondition = (current: User) => boolean;
 
 /** The 409 of the last-admin rule (docs/contract.md, "The last ADMIN"). */
 export const LAST_ADMIN_MESSAGE = 'the last administrator cannot be removed';
-
-/**
- * PostgreSQL transaction-level advisory lock taken by every change that could remove an ADMIN (a
- * demotion, a delete) and by the boot-time promotion, before any user row is locked: those changes
- * run one at a time, so each one's count of the other live ADMINs is the committed truth.
- */
-const ADMIN_LOCK_KEY = 1_952_070_301;
 
 /** What the boot did about ADMIN_EMAIL (AdminBootstrap logs it). */
 export type EnsureAdminOutcome =
@@ -85,6 +66,7 @@ export class UsersService {
     private readonly events: EventsService,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly counters: CountersRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -94,25 +76,13 @@ export class UsersService {
     if (!isId('user', id)) {
       return undefined;
     }
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [id],
-    );
-    return rows[0] ? userFromRow(rows[0]) : undefined;
+    return this.users.findById(id);
   }
 
   /** Live users by id, in one statement (DataLoader batches land here). */
   async findByIds(ids: readonly string[]): Promise<User[]> {
     const valid = ids.filter((id) => isId('user', id));
-    if (valid.length === 0) {
-      return [];
-    }
-    const params = valid.map((_, i) => this.db.p(i + 1)).join(', ');
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE id IN (${params}) AND deleted_at IS NULL`,
-      valid,
-    );
-    return rows.map(userFromRow);
+    return this.users.findByIds(valid);
   }
 
   async get(caller: Caller, id: string): Promise<User> {
@@ -129,35 +99,17 @@ export class UsersService {
     this.requireRead(caller);
     const query = parseListQuery(rawQuery, USER_LIST_SPEC);
     const role = query.filters.role as Role | undefined;
-    const params: unknown[] = [];
-    const { rows, meta, next } = await listPage<UserRow>(
-      this.db,
-      {
-        list: 'users',
-        columns: USER_COLUMNS,
-        from: 'users',
-        where: this.pageFilter({ role }, params),
-        params,
-        sortColumns: SORT_COLUMNS,
-      },
+    return this.users.list(
       query,
+      role,
       this.counters.get(role ? CountKeys.usersByRole(role) : CountKeys.users()),
     );
-    return { data: rows.map(userFromRow), meta, next };
   }
 
   /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */
   async page(caller: MaybeCaller, q: UserPageQuery): Promise<User[]> {
     this.requireRead(caller);
-    const params: unknown[] = [];
-    const where = this.pageFilter(q, params);
-    const ks = keysetSql(q.window, SORT_COLUMNS[q.field], q.desc, (n) => this.db.p(n), params);
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE ${[...where, ...ks.where].join(' AND ')}
-       ORDER BY ${ks.orderBy} LIMIT ${ks.limit}`,
-      params,
-    );
-    return rows.map(userFromRow);
+    return this.users.page(q);
   }
 
   /** Live users matching the page's filter: one counter read (CountersRepository). */
@@ -174,16 +126,7 @@ export class UsersService {
     side: 'upto' | 'from',
   ): Promise<boolean> {
     this.requireRead(caller);
-    const params: unknown[] = [];
-    const where = this.pageFilter(q, params);
-    params.push(position[0], position[1]);
-    const op = (side === 'upto') !== q.desc ? '<=' : '>=';
-    const rows = await this.db.query<{ one: number }>(
-      `SELECT 1 AS one FROM users WHERE ${where.join(' AND ')}
-         AND (${SORT_COLUMNS[q.field]}, id) ${op} (${this.db.p(params.length - 1)}, ${this.db.p(params.length)}) LIMIT 1`,
-      params,
-    );
-    return rows.length > 0;
+    return this.users.existsAround(q, position, side);
   }
 
   /** One administrator by its user id (`node(id: "adm_…")`): ADMIN only, like the `admins` query. */
@@ -199,28 +142,13 @@ export class UsersService {
   /** Live users of a role (the `admins` query). */
   async byRole(caller: MaybeCaller, role: Role, limit = 100): Promise<User[]> {
     this.requireRead(caller);
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL
-       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
-      [role],
-    );
-    return rows.map(userFromRow);
+    return this.users.byRole(role, limit);
   }
 
   /** Users whose name words start with every one of `words` (search-query.ts), newest first. */
   async search(caller: MaybeCaller, words: readonly string[], limit: number): Promise<User[]> {
     this.requireRead(caller);
-    const rows = await searchRows<UserRow>(this.db, 'users', USER_COLUMNS, words, limit);
-    return rows.map(userFromRow);
-  }
-
-  private pageFilter(q: Pick<UserPageQuery, 'role'>, params: unknown[]): string[] {
-    const where = ['deleted_at IS NULL'];
-    if (q.role) {
-      params.push(q.role);
-      where.push(`role = ${this.db.p(params.length)}`);
-    }
-    return where;
+    return this.users.search(words, limit);
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -256,19 +184,12 @@ export class UsersService {
   private ensureAdminOnce(email: string, password: string): Promise<EnsureAdminOutcome> {
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
-      await this.lockAdmins(manager);
-      const admins = await manager.query<{ id: string }[]>(
-        `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL LIMIT 1`,
-        [Role.ADMIN],
-      );
-      if (admins.length > 0) {
+      await this.users.lockAdmins(manager);
+      if (await this.users.liveAdminExists(manager)) {
         return { kind: 'exists' };
       }
-      const [named] = await manager.query<{ id: string }[]>(
-        `SELECT id FROM users WHERE email_normalized = ${this.db.p(1)} AND deleted_at IS NULL`,
-        [email.toLowerCase()],
-      );
-      const entity = named ? await this.lockedRow(manager, named.id) : null;
+      const named = await this.users.liveIdByEmail(manager, email.toLowerCase());
+      const entity = named ? await this.users.lockedRow(manager, named) : null;
       if (!entity) {
         const created = await this.insert(tx, {
           name: 'Administrator',
@@ -285,7 +206,7 @@ export class UsersService {
       if (entity.passwordHash === null) {
         changes.passwordHash = await hashPassword(password, this.config.passwordHashProfile);
       }
-      await manager.update(UserEntity, { id: entity.id }, changes);
+      await this.users.update(manager, entity.id, changes);
       this.counters.add(tx, {
         [CountKeys.usersByRole(entity.role)]: -1,
         [CountKeys.usersByRole(Role.ADMIN)]: 1,
@@ -328,8 +249,8 @@ export class UsersService {
         throw NotFound('User');
       }
       // any live user may be an ADMIN: take the last-admin lock before the row's
-      await this.lockAdmins(manager);
-      const entity = await this.lockedRow(manager, id);
+      await this.users.lockAdmins(manager);
+      const entity = await this.users.lockedRow(manager, id);
       if (!entity) {
         throw NotFound('User');
       }
@@ -344,7 +265,7 @@ export class UsersService {
       if (entity.role === Role.ADMIN) {
         await this.requireAnotherAdmin(manager, id);
       }
-      await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
+      await this.users.update(manager, id, { deletedAt: nowIso() });
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       return current;
     });
@@ -364,7 +285,7 @@ export class UsersService {
     return this.db.transaction(async (tx) => {
       // before any operation locks a user row (a later demotion would wait for the lock holding it)
       if (operations.some(setsRole)) {
-        await this.lockAdmins(tx.manager);
+        await this.users.lockAdmins(tx.manager);
       }
       const results: BatchResult[] = [];
       for (const [index, raw] of operations.entries()) {
@@ -424,7 +345,7 @@ export class UsersService {
       updatedAt: now,
       deletedAt: null,
     };
-    await this.writeGuarded(() => tx.manager.insert(UserEntity, entity));
+    await this.writeGuarded(() => this.users.insert(tx.manager, entity));
     this.counters.add(tx, { [CountKeys.users()]: 1, [CountKeys.usersByRole(entity.role)]: 1 });
     return userFromEntity(entity);
   }
@@ -438,9 +359,9 @@ export class UsersService {
   ): Promise<User> {
     if (patch.role !== undefined && patch.role !== Role.ADMIN && isId('user', id)) {
       // may demote an ADMIN: take the last-admin lock before the row's
-      await this.lockAdmins(tx.manager);
+      await this.users.lockAdmins(tx.manager);
     }
-    const entity = isId('user', id) ? await this.lockedRow(tx.manager, id) : null;
+    const entity = isId('user', id) ? await this.users.lockedRow(tx.manager, id) : null;
     if (!entity || entity.deletedAt !== null) {
       throw NotFound('User');
     }
@@ -481,41 +402,15 @@ export class UsersService {
       changes.tokensValidAfter = changes.updatedAt;
       await this.refreshTokens.revokeUser(tx.manager, id);
     }
-    await this.writeGuarded(() => tx.manager.update(UserEntity, { id }, changes));
+    await this.writeGuarded(() => this.users.update(tx.manager, id, changes));
     const updated = userFromEntity({ ...entity, ...changes });
     tx.afterCommit(() => this.events.userUpdated(updated));
     return updated;
   }
 
-  /** The row, locked for the rest of the transaction on PostgreSQL (SQLite writes are serialized). */
-  private async lockedRow(manager: EntityManager, id: string): Promise<UserEntity | null> {
-    const qb = manager
-      .getRepository(UserEntity)
-      .createQueryBuilder('u')
-      .where('u.id = :id', { id });
-    if (this.db.dialect === 'postgres') {
-      qb.setLock('pessimistic_write');
-    }
-    return qb.getOne();
-  }
-
-  /**
-   * The last-admin lock (ADMIN_LOCK_KEY), held until the transaction ends. PostgreSQL only: on
-   * SQLite the transactions of the one instance already run one at a time (DatabaseService).
-   */
-  private async lockAdmins(manager: EntityManager): Promise<void> {
-    if (this.db.dialect === 'postgres') {
-      await manager.query('SELECT pg_advisory_xact_lock($1)', [ADMIN_LOCK_KEY]);
-    }
-  }
-
   /** 409 unless a live ADMIN other than `id` exists (call with the last-admin lock held). */
   private async requireAnotherAdmin(manager: EntityManager, id: string): Promise<void> {
-    const others = await manager.query<{ id: string }[]>(
-      `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL AND id <> ${this.db.p(2)} LIMIT 1`,
-      [Role.ADMIN, id],
-    );
-    if (others.length === 0) {
+    if (!(await this.users.liveAdminExists(manager, id))) {
       throw Conflict(LAST_ADMIN_MESSAGE);
     }
   }

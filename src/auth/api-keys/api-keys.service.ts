@@ -3,11 +3,12 @@ import { isAdmin, type Caller } from '../caller.js';
 import { Role, roleAtLeast, ROLES } from '../role.js';
 import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
 import { isId, newId, nowIso } from '../../common/ids.js';
-import { orderBySql, parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
 import { TokenService } from '../token.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
+import { ApiKeysRepository } from './api-keys.repository.js';
 
 export type ApiKey = ApiKeyResponse;
 
@@ -17,7 +18,6 @@ export const API_KEY_LIST_SPEC: ListSpec<never> = {
   filters: {},
 };
 
-const COLUMNS = 'id, user_id, name, prefix, role, expires_at, last_used_at, revoked_at, created_at';
 const PREFIX_LENGTH = 12;
 
 /**
@@ -34,6 +34,7 @@ export class ApiKeysService {
   constructor(
     private readonly db: DatabaseService,
     private readonly tokens: TokenService,
+    private readonly keys: ApiKeysRepository,
   ) {}
 
   async create(caller: Caller, input: CreateApiKeyInput): Promise<CreatedApiKeyResponse> {
@@ -75,14 +76,7 @@ export class ApiKeysService {
       revoked_at: null,
       created_at: nowIso(),
     };
-    const p = (n: number) => this.db.p(n);
-    await this.db.transaction(({ manager }) =>
-      manager.query(
-        `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, role, expires_at, last_used_at, revoked_at, created_at)
-         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, NULL, NULL, ${p(8)})`,
-        [key.id, key.user_id, key.name, key.prefix, hash, key.role, key.expires_at, key.created_at],
-      ),
-    );
+    await this.db.transaction(({ manager }) => this.keys.insert(manager, key, hash));
     return { ...key, key: token };
   }
 
@@ -90,33 +84,16 @@ export class ApiKeysService {
   async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<ApiKey>> {
     const query = parseListQuery(rawQuery, API_KEY_LIST_SPEC);
     const all = isAdmin(caller);
-    const conditions = all ? [] : [`user_id = ${this.db.p(1)}`];
-    const params: unknown[] = all ? [] : [caller.userId];
     const visible = visibleRoles(caller);
-    if (visible) {
-      conditions.push(`role IN (${visible.map((r) => `'${r}'`).join(', ')})`);
-    }
-    const where = conditions.length > 0 ? conditions.join(' AND ') : '1 = 1';
-    const { rows, meta } = await this.db.page<ApiKey>(
-      {
-        columns: COLUMNS,
-        from: 'api_keys',
-        where,
-        orderBy: orderBySql(query.sort, { created_at: 'created_at' }),
-      },
-      params,
-      query,
-    );
+    const { rows, meta } = await this.keys.page(query, {
+      userId: all ? undefined : caller.userId,
+      roles: visible,
+    });
     return { data: rows, meta };
   }
 
   async get(caller: Caller, id: string): Promise<ApiKey> {
-    const rows = isId('apiKey', id)
-      ? await this.db.query<ApiKey>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ${this.db.p(1)}`, [
-          id,
-        ])
-      : [];
-    const key = rows[0];
+    const key = isId('apiKey', id) ? await this.keys.find(id) : undefined;
     // another user's key is "not found" for a non-admin, and a key above an API-key caller's role
     // for that caller: its existence is not theirs to learn
     if (
@@ -138,12 +115,7 @@ export class ApiKeysService {
     if (key.revoked_at !== null) {
       return;
     }
-    await this.db.transaction(({ manager }) =>
-      manager.query(`UPDATE api_keys SET revoked_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [
-        nowIso(),
-        id,
-      ]),
-    );
+    await this.db.transaction(({ manager }) => this.keys.revoke(manager, id, nowIso()));
   }
 }
 

@@ -1,0 +1,112 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { ListQuery, Page } from '../common/list-query.js';
+import { DatabaseService } from '../database/database.service.js';
+import { listPage } from '../database/list-page.js';
+import type { Message } from './message.js';
+import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.mapper.js';
+
+/** Messages sort by their room sequence: commit order, which is also created_at order in a room. */
+const SORT_COLUMNS = { created_at: 'seq' };
+
+/**
+ * The one owner of `messages` SQL. Reads outside a transaction are raw SQL on `db.query` (list
+ * pages, the per-room pages, messages by id); `insert` runs on the caller's transaction.
+ */
+@Injectable()
+export class MessagesRepository {
+  constructor(private readonly db: DatabaseService) {}
+
+  private p(n: number): string {
+    return this.db.p(n);
+  }
+
+  /** One REST page of a room's messages, after sequence number `afterSeq` when given. */
+  async list(
+    query: ListQuery,
+    roomId: string,
+    afterSeq: number | undefined,
+    total: Promise<number>,
+  ): Promise<Page<Message>> {
+    const params: unknown[] = [roomId];
+    const where = [`room_id = ${this.p(1)}`];
+    if (afterSeq !== undefined) {
+      params.push(afterSeq);
+      where.push(`seq > ${this.p(2)}`);
+    }
+    const { rows, meta, next } = await listPage<MessageRow>(
+      this.db,
+      {
+        list: 'messages',
+        columns: MESSAGE_COLUMNS,
+        from: 'messages',
+        where,
+        params,
+        sortColumns: SORT_COLUMNS,
+        uniqueSort: true,
+      },
+      query,
+      total,
+    );
+    return { data: rows.map(messageFromRow), meta, next };
+  }
+
+  /**
+   * The first `size + 1` messages of each room in room order (seq ascending within a room, in no
+   * particular order across rooms), after a sequence number when given.
+   */
+  async firstOfRooms(
+    roomIds: readonly string[],
+    opts: { size: number; afterSeq?: number },
+  ): Promise<{ message: Message; seq: number }[]> {
+    if (roomIds.length === 0) {
+      return [];
+    }
+    // one LIMITed range of (room_id, seq) per room, glued with UNION ALL: the cost is the page size
+    // per room, however many messages a room has (a window function would number all of them)
+    const params: unknown[] = [];
+    const parts = roomIds.map((roomId, i) => {
+      params.push(roomId);
+      let where = `room_id = ${this.p(params.length)}`;
+      if (opts.afterSeq !== undefined) {
+        params.push(opts.afterSeq);
+        where += ` AND seq > ${this.p(params.length)}`;
+      }
+      params.push(opts.size + 1);
+      return `SELECT * FROM (SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where}
+                ORDER BY seq ASC LIMIT ${this.p(params.length)}) r${i}`;
+    });
+    const rows = await this.db.query<MessageRow>(parts.join(' UNION ALL '), params);
+    return rows.map((row) => ({ message: messageFromRow(row), seq: Number(row.seq) }));
+  }
+
+  /** Messages by id in one statement. */
+  async findByIds(ids: readonly string[]): Promise<Message[]> {
+    if (ids.length === 0) {
+      return [];
+    }
+    const params = ids.map((_, i) => this.p(i + 1)).join(', ');
+    const rows = await this.db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE id IN (${params})`,
+      [...ids],
+    );
+    return rows.map(messageFromRow);
+  }
+
+  /** The sequence number of message `id` in room `roomId`, or undefined. */
+  async seqOf(id: string, roomId: string): Promise<number | undefined> {
+    const rows = await this.db.query<{ seq: number | string }>(
+      `SELECT seq FROM messages WHERE id = ${this.p(1)} AND room_id = ${this.p(2)}`,
+      [id, roomId],
+    );
+    return rows[0] ? Number(rows[0].seq) : undefined;
+  }
+
+  async insert(manager: EntityManager, message: Message, seq: number): Promise<void> {
+    await manager.query(
+      `INSERT INTO messages (id, room_id, author_id, content, created_at, seq)
+       VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.p(n)).join(', ')})`,
+      [message.id, message.roomId, message.authorId, message.content, message.createdAt, seq],
+    );
+  }
+}

@@ -1,0 +1,270 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Role } from '../auth/role.js';
+import type { ListQuery, Page } from '../common/list-query.js';
+import { DatabaseService } from '../database/database.service.js';
+import { listPage } from '../database/list-page.js';
+import { searchRows } from '../database/search-index.js';
+import { keysetSql, type PageWindow } from '../graphql/connection.js';
+import type { User } from './user.js';
+import { UserEntity } from './user.entity.js';
+import { USER_COLUMNS, userFromRow, type UserRow } from './users.mapper.js';
+
+const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
+
+export type UserOrderField = keyof typeof SORT_COLUMNS;
+
+/** A keyset page (GraphQL connections): filter, ordering and the window between cursors. */
+export interface UserPageQuery {
+  role?: Role;
+  field: UserOrderField;
+  desc: boolean;
+  window: PageWindow;
+}
+
+/**
+ * PostgreSQL transaction-level advisory lock taken by every change that could remove an ADMIN (a
+ * demotion, a delete) and by the boot-time promotion, before any user row is locked: those changes
+ * run one at a time, so each one's count of the other live ADMINs is the committed truth.
+ */
+const ADMIN_LOCK_KEY = 1_952_070_301;
+
+/**
+ * The one owner of `users` SQL. Reads outside a transaction are raw SQL on `db.query` (the hot
+ * paths: a user by id, list pages, the credential look-ups); every method taking `manager` runs on
+ * the caller's transaction.
+ */
+@Injectable()
+export class UsersRepository {
+  constructor(private readonly db: DatabaseService) {}
+
+  private p(n: number): string {
+    return this.db.p(n);
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** A live user by id. */
+  async findById(id: string): Promise<User | undefined> {
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`,
+      [id],
+    );
+    return rows[0] ? userFromRow(rows[0]) : undefined;
+  }
+
+  /** Live users by id, in one statement. */
+  async findByIds(ids: readonly string[]): Promise<User[]> {
+    if (ids.length === 0) {
+      return [];
+    }
+    const params = ids.map((_, i) => this.p(i + 1)).join(', ');
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id IN (${params}) AND deleted_at IS NULL`,
+      [...ids],
+    );
+    return rows.map(userFromRow);
+  }
+
+  /** One REST page of live users (of `role` when given); `total` comes from the counters. */
+  async list(
+    query: ListQuery,
+    role: Role | undefined,
+    total: Promise<number>,
+  ): Promise<Page<User>> {
+    const params: unknown[] = [];
+    const { rows, meta, next } = await listPage<UserRow>(
+      this.db,
+      {
+        list: 'users',
+        columns: USER_COLUMNS,
+        from: 'users',
+        where: this.pageFilter({ role }, params),
+        params,
+        sortColumns: SORT_COLUMNS,
+      },
+      query,
+      total,
+    );
+    return { data: rows.map(userFromRow), meta, next };
+  }
+
+  /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */
+  async page(q: UserPageQuery): Promise<User[]> {
+    const params: unknown[] = [];
+    const where = this.pageFilter(q, params);
+    const ks = keysetSql(q.window, SORT_COLUMNS[q.field], q.desc, (n) => this.p(n), params);
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE ${[...where, ...ks.where].join(' AND ')}
+       ORDER BY ${ks.orderBy} LIMIT ${ks.limit}`,
+      params,
+    );
+    return rows.map(userFromRow);
+  }
+
+  /** Is there a live user at or before (`upto`) / at or after (`from`) a keyset position? */
+  async existsAround(
+    q: Omit<UserPageQuery, 'window'>,
+    position: [unknown, string],
+    side: 'upto' | 'from',
+  ): Promise<boolean> {
+    const params: unknown[] = [];
+    const where = this.pageFilter(q, params);
+    params.push(position[0], position[1]);
+    const op = (side === 'upto') !== q.desc ? '<=' : '>=';
+    const rows = await this.db.query<{ one: number }>(
+      `SELECT 1 AS one FROM users WHERE ${where.join(' AND ')}
+         AND (${SORT_COLUMNS[q.field]}, id) ${op} (${this.p(params.length - 1)}, ${this.p(params.length)}) LIMIT 1`,
+      params,
+    );
+    return rows.length > 0;
+  }
+
+  /** Live users of a role, oldest first. */
+  async byRole(role: Role, limit: number): Promise<User[]> {
+    const rows = await this.db.query<UserRow>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE role = ${this.p(1)} AND deleted_at IS NULL
+       ORDER BY created_at, id LIMIT ${Math.trunc(limit)}`,
+      [role],
+    );
+    return rows.map(userFromRow);
+  }
+
+  /** Live users whose name words start with every one of `words`, newest first. */
+  async search(words: readonly string[], limit: number): Promise<User[]> {
+    const rows = await searchRows<UserRow>(this.db, 'users', USER_COLUMNS, words, limit);
+    return rows.map(userFromRow);
+  }
+
+  private pageFilter(q: Pick<UserPageQuery, 'role'>, params: unknown[]): string[] {
+    const where = ['deleted_at IS NULL'];
+    if (q.role) {
+      params.push(q.role);
+      where.push(`role = ${this.p(params.length)}`);
+    }
+    return where;
+  }
+
+  /** The user by id, live or soft-deleted, read in the transaction of `manager`. */
+  async findAnyById(manager: EntityManager, id: string): Promise<User | undefined> {
+    const [row] = await manager.query<UserRow[]>(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id = ${this.p(1)}`,
+      [id],
+    );
+    return row ? userFromRow(row) : undefined;
+  }
+
+  /** Whether the user is live; with `manager`, read in that transaction. */
+  async isLive(id: string, manager?: EntityManager): Promise<boolean> {
+    const sql = `SELECT id FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`;
+    const rows = manager
+      ? await manager.query<unknown[]>(sql, [id])
+      : await this.db.query<{ id: string }>(sql, [id]);
+    return rows.length > 0;
+  }
+
+  // ---- the credential look-ups (every authenticated request) -------------------------------
+
+  /** The live user's role (unchecked text), or undefined. */
+  async liveRole(id: string): Promise<string | undefined> {
+    const rows = await this.db.query<{ role: string }>(
+      `SELECT role FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`,
+      [id],
+    );
+    return rows[0]?.role;
+  }
+
+  /** The live user with this (lower-cased) email: id, role and password hash. */
+  async findLoginByEmail(
+    emailNormalized: string,
+  ): Promise<{ id: string; role: string; password_hash: string | null } | undefined> {
+    const rows = await this.db.query<{ id: string; role: string; password_hash: string | null }>(
+      `SELECT id, role, password_hash FROM users WHERE email_normalized = ${this.p(1)} AND deleted_at IS NULL`,
+      [emailNormalized],
+    );
+    return rows[0];
+  }
+
+  /** The live user's role and the instant before which its access tokens are refused. */
+  async findTokenState(
+    id: string,
+  ): Promise<{ role: string; tokens_valid_after: string | null } | undefined> {
+    const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
+      `SELECT tokens_valid_after, role FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** The live user's role and password hash. */
+  async findRoleAndPassword(
+    id: string,
+  ): Promise<{ role: string; password_hash: string | null } | undefined> {
+    const rows = await this.db.query<{ role: string; password_hash: string | null }>(
+      `SELECT role, password_hash FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  // ---- in a transaction --------------------------------------------------------------------
+
+  /** The row (live or not), locked for the rest of the transaction on PostgreSQL (SQLite writes are serialized). */
+  async lockedRow(manager: EntityManager, id: string): Promise<UserEntity | null> {
+    const qb = manager
+      .getRepository(UserEntity)
+      .createQueryBuilder('u')
+      .where('u.id = :id', { id });
+    if (this.db.dialect === 'postgres') {
+      qb.setLock('pessimistic_write');
+    }
+    return qb.getOne();
+  }
+
+  /**
+   * The last-admin lock (ADMIN_LOCK_KEY), held until the transaction ends. PostgreSQL only: on
+   * SQLite the transactions of the one instance already run one at a time (DatabaseService).
+   */
+  async lockAdmins(manager: EntityManager): Promise<void> {
+    if (this.db.dialect === 'postgres') {
+      await manager.query('SELECT pg_advisory_xact_lock($1)', [ADMIN_LOCK_KEY]);
+    }
+  }
+
+  /** Whether a live ADMIN exists, other than `exceptId` when given. */
+  async liveAdminExists(manager: EntityManager, exceptId?: string): Promise<boolean> {
+    const rows =
+      exceptId === undefined
+        ? await manager.query<{ id: string }[]>(
+            `SELECT id FROM users WHERE role = ${this.p(1)} AND deleted_at IS NULL LIMIT 1`,
+            [Role.ADMIN],
+          )
+        : await manager.query<{ id: string }[]>(
+            `SELECT id FROM users WHERE role = ${this.p(1)} AND deleted_at IS NULL AND id <> ${this.p(2)} LIMIT 1`,
+            [Role.ADMIN, exceptId],
+          );
+    return rows.length > 0;
+  }
+
+  /** The id of the live user with this (lower-cased) email. */
+  async liveIdByEmail(
+    manager: EntityManager,
+    emailNormalized: string,
+  ): Promise<string | undefined> {
+    const [row] = await manager.query<{ id: string }[]>(
+      `SELECT id FROM users WHERE email_normalized = ${this.p(1)} AND deleted_at IS NULL`,
+      [emailNormalized],
+    );
+    return row?.id;
+  }
+
+  /** Inserts the row; a taken email fails with the dialect's unique violation. */
+  async insert(manager: EntityManager, entity: UserEntity): Promise<void> {
+    await manager.insert(UserEntity, entity);
+  }
+
+  /** Writes `changes` to the row (a soft delete sets `deletedAt`). */
+  async update(manager: EntityManager, id: string, changes: Partial<UserEntity>): Promise<void> {
+    await manager.update(UserEntity, { id }, changes);
+  }
+}
