@@ -2,7 +2,11 @@
 # Atrium API image. Build: docker build -t atrium .   Run: see docker-compose.yml.
 
 # ---- build: compile TypeScript and the native addons (better-sqlite3 builds with node-gyp) ----
-FROM node:20-bookworm-slim AS build
+# better-sqlite3 12 is built from source against Node 24.18.1's headers: built against the headers of
+# 24.19 or later it aborts the process when a statement is garbage-collected (docs/deployment.md,
+# "Node.js"). The binary runs on every later Node 24 (same ABI); CI runs the tests that way.
+FROM node:24.18.1-bookworm-slim AS build
+ENV npm_config_build_from_source=true
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
@@ -14,7 +18,7 @@ RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund
 
 # ---- runtime: production dependencies and dist/ only, as the unprivileged `node` user ----------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production PORT=3000 HOST=0.0.0.0
 WORKDIR /app
 # Code stays root-owned (read-only for the app); only data/ (SQLite file, generated JWT key) is writable:

@@ -6,6 +6,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { GraphQLError } from 'graphql';
 import type { DestinationStream } from 'pino';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { AppGuard } from './app.guard.js';
 import { AppModule } from './app.module.js';
 import { describeOAuthInOpenApi } from './auth/oauth/oauth-openapi.js';
 import { registerOAuthRoutes } from './auth/oauth/oauth.routes.js';
@@ -21,7 +22,7 @@ import {
 import { corsOptionsDelegate, skipCorsWithoutOrigin } from './common/cors.js';
 import { finishOpenApiDocument } from './common/openapi/document.js';
 import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
-import { QueryParamsInterceptor, queryParamsByRoute } from './common/query-params.js';
+import { QueryParamsCheck, queryParamsByRoute } from './common/query-params.js';
 import {
   createRootLogger,
   PinoLoggerService,
@@ -35,7 +36,6 @@ import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerIdempotencyHook } from './idempotency/idempotency.interceptor.js';
-import { ListCostInterceptor } from './rate-limit/list-cost.js';
 import {
   BUCKET_REQUESTS,
   rateLimitedError,
@@ -219,11 +219,8 @@ export async function createApp(
   );
   describeOAuthInOpenApi(document, config.publicUrl);
   finishOpenApiDocument(document);
-  // after the guards, in this order: undocumented query parameters (400), then a list's cost (429)
-  app.useGlobalInterceptors(
-    new QueryParamsInterceptor(queryParamsByRoute(document)),
-    new ListCostInterceptor(config, rateLimits),
-  );
+  // the request guard refuses query parameters the document does not list (400)
+  app.get(AppGuard).checkQueriesWith(new QueryParamsCheck(queryParamsByRoute(document)));
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 

@@ -1,4 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { AppGuard } from './app.guard.js';
 import { AuthModule } from './auth/auth.module.js';
 import { OAuthModule } from './auth/oauth/oauth.module.js';
 import { CommonModule } from './common/common.module.js';
@@ -34,7 +36,6 @@ export class AppModule {
         IdempotencyModule,
         HealthModule,
         AuthModule,
-        // after AuthModule: the throttler guard needs the caller the auth guard sets
         RateLimitModule,
         UsersModule,
         OrdersModule,
@@ -45,6 +46,8 @@ export class AppModule {
         GraphqlApiModule,
         OAuthModule,
       ],
+      // the one global guard: credentials, scopes, rate limit, query, list cost (app.guard.ts)
+      providers: [AppGuard, { provide: APP_GUARD, useExisting: AppGuard }],
     };
   }
 }

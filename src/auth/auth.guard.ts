@@ -1,4 +1,4 @@
-import { Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Injectable, Optional, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, Forbidden } from '../common/errors.js';
@@ -8,7 +8,7 @@ import {
   TOO_MANY_FAILURES,
   writeRateLimitHeaders,
 } from '../common/rate-limit-headers.js';
-import { AUTH_METADATA, type AuthRequirement } from './auth.decorators.js';
+import { AUTH_METADATA, type AuthRequirement, type ProtectedRoute } from './auth.decorators.js';
 import { hasRole, type Caller, type MaybeCaller } from './caller.js';
 import { CredentialAttempts, NoCredentialAttempts } from './credential-attempts.js';
 import { CredentialsService, type CredentialCarrier } from './credentials.service.js';
@@ -49,34 +49,29 @@ export function unauthorized(message: string): DomainError {
 }
 
 /**
- * The one REST guard (global), a thin adapter over the credential door (CredentialsService):
- * whichever credentials came in become `request.caller`, then the route's `@Authenticated`
- * requirement decides. 401 (the error filter adds `WWW-Authenticate`) for missing or invalid
- * credentials, 429 when a credential bucket refuses them, 403 for too low a role.
- * GraphQL builds its caller in its context factory (over the same door) and is not handled here.
+ * The credential part of the REST request guard (src/app.guard.ts), a thin adapter over the
+ * credential door (CredentialsService): whichever credentials came in become `request.caller`, then
+ * the route's `@Authenticated` requirement decides. 401 (the error filter adds `WWW-Authenticate`)
+ * for missing or invalid credentials, 429 when a credential bucket refuses them, 403 for too low a
+ * role. GraphQL builds its caller in its context factory (over the same door) and is not handled here.
  */
 @Injectable()
-export class AuthGuard implements CanActivate {
+export class RouteAuthenticator {
   private readonly attempts: CredentialAttempts;
 
   constructor(
-    private readonly reflector: Reflector,
     private readonly door: CredentialsService,
     @Optional() attempts?: CredentialAttempts,
   ) {
     this.attempts = attempts ?? new NoCredentialAttempts();
   }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (context.getType() !== 'http') {
-      return true;
-    }
-    const requirement = routeRequirement(this.reflector, context);
-    if (requirement?.public) {
-      return true;
-    }
-    const req = context.switchToHttp().getRequest<AuthedRequest>();
-    const reply = context.switchToHttp().getResponse<FastifyReply>();
+  /** The caller of a protected route (set on `req.caller`), refused unless its role suffices. */
+  async admit(
+    req: AuthedRequest,
+    reply: FastifyReply,
+    requirement: ProtectedRoute | undefined,
+  ): Promise<Caller> {
     if (!req.caller) {
       const answer = await this.door.authenticate(restCarrier(req));
       switch (answer.kind) {
@@ -96,15 +91,11 @@ export class AuthGuard implements CanActivate {
       await this.countRefusal(req.caller, req, reply);
       throw Forbidden();
     }
-    return true;
+    return req.caller;
   }
 
   /** Refusals count against the request bucket too (docs/rate-limits.md); 429 once it is used up. */
-  private async countRefusal(
-    caller: MaybeCaller,
-    req: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<void> {
+  async countRefusal(caller: MaybeCaller, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const count = await this.attempts.refusedRequest(caller, req.ip);
     if (!count) {
       return;

@@ -1,12 +1,11 @@
 import { Global, Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { UsersModule } from '../users/users.module.js';
 import { AppPassport } from './app-passport.js';
 import { ApiKeysController } from './api-keys/api-keys.controller.js';
 import { ApiKeysRepository } from './api-keys/api-keys.repository.js';
 import { ApiKeysService } from './api-keys/api-keys.service.js';
 import { AuthController } from './auth.controller.js';
-import { AuthGuard } from './auth.guard.js';
+import { RouteAuthenticator } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { CredentialsService } from './credentials.service.js';
 import { SessionService } from './session.service.js';
@@ -32,8 +31,8 @@ import { TokenService } from './token.service.js';
     JwtStrategy,
     ApiKeyHeaderStrategy,
     ApiKeyQueryStrategy,
-    { provide: APP_GUARD, useClass: AuthGuard },
+    RouteAuthenticator,
   ],
-  exports: [AuthService, TokenService, CredentialsService],
+  exports: [AuthService, TokenService, CredentialsService, RouteAuthenticator],
 })
 export class AuthModule {}

@@ -236,7 +236,7 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
           answer();
           return;
         }
-        // no route, so no throttler guard: the refusal still costs the client a request
+        // no route, so no request guard: the refusal still costs the client a request
         count(req, reply).then(answer, (err: unknown) => {
           if (err instanceof DomainError) {
             sendError(reply, err);

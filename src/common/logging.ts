@@ -205,7 +205,7 @@ const MAX_LOGGED_NAME = 100;
 
 /**
  * What the request line says about a request beyond method, URL and status: its caller (set by the
- * auth guard for REST, by the GraphQL context factory for /graphql) and, for GraphQL, the operation.
+ * request guard for REST, by the GraphQL context factory for /graphql) and, for GraphQL, the operation.
  */
 interface LoggedRequest {
   caller?: MaybeCaller;

@@ -1,7 +1,5 @@
-import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { OpenAPIObject, ParameterObject, ReferenceObject } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import type { Observable } from 'rxjs';
 import { BadRequest, type ErrorDetail } from './errors.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
@@ -53,24 +51,21 @@ export function queryParamsByRoute(document: OpenAPIObject): Map<string, Readonl
 /**
  * docs/contract.md section 5: a query parameter the route does not document is refused (400
  * `bad_request`, `details` naming each), and so is a parameter given twice (`?limit=1&limit=2`: which
- * one would count is not obvious, so neither does). Runs after the guards (a refused request has
- * been counted like any other) and before the route's own interceptors and pipes. The allowed names
- * are looked up once per request in a map built at boot; REST routes only (GraphQL and the OAuth
- * protocol endpoints have their own parameters, health probes and /metrics take none and ignore
- * the query).
+ * one would count is not obvious, so neither does). A step of the REST request guard
+ * (src/app.guard.ts) after the rate limit (a refused request has been counted like any other), so
+ * before the route's own interceptors and pipes. The allowed names are looked up once per request in
+ * a map built at boot; REST routes only (GraphQL and the OAuth protocol endpoints have their own
+ * parameters, health probes and /metrics take none and ignore the query).
  */
-export class QueryParamsInterceptor implements NestInterceptor {
+export class QueryParamsCheck {
   constructor(private readonly routes: Map<string, ReadonlySet<string>>) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') {
-      return next.handle();
-    }
-    const req = context.switchToHttp().getRequest<FastifyRequest>();
+  /** Throws 400 for undocumented or repeated parameters. */
+  check(req: FastifyRequest): void {
     const url = req.routeOptions.url;
     const allowed = url === undefined ? undefined : this.routes.get(routeKey(req.method, url));
     if (allowed === undefined) {
-      return next.handle();
+      return;
     }
     const query = req.query as Record<string, unknown> | undefined;
     let details: ErrorDetail[] | undefined;
@@ -91,6 +86,5 @@ export class QueryParamsInterceptor implements NestInterceptor {
             : 'Unknown or repeated query parameters';
       throw BadRequest(`${what}: ${details.map((d) => d.field).join(', ')}`, details);
     }
-    return next.handle();
   }
 }

@@ -43,6 +43,11 @@ export interface AppConfig {
   authRateLimit: number;
   /** Rate limiting (docs/rate-limits.md): the switch exists for the limiter-overhead benchmark. */
   rateLimitEnabled: boolean;
+  /**
+   * SQLite: hot-path raw SQL runs cached prepared statements on TypeORM's own better-sqlite3
+   * connection (`DatabaseService.query`); false sends it through TypeORM's query runner instead.
+   */
+  sqliteStatementCache: boolean;
   authRateLimitWindowS: number;
   /** Failed password checks per target account per window (default AUTH_RATE_LIMIT). */
   authAccountRateLimit: number;
@@ -277,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     rateLimitWindowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     authRateLimit: int(env, 'AUTH_RATE_LIMIT', 10, 1, 1_000_000_000),
     rateLimitEnabled: bool(env, 'RATE_LIMIT_ENABLED', true),
+    sqliteStatementCache: bool(env, 'SQLITE_STATEMENT_CACHE', true),
     authRateLimitWindowS: int(env, 'AUTH_RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     authAccountRateLimit: int(
       env,

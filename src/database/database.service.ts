@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   DataSource,
@@ -11,6 +11,7 @@ import {
   type QueryRunner,
 } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
 
 type AfterCommit = () => void | Promise<void>;
@@ -88,12 +89,16 @@ export class DatabaseService {
   /** Set while `dryRun` work runs: its transactions roll back instead of committing. */
   private readonly dryRuns = new AsyncLocalStorage<true>();
   readonly dialect: 'sqlite' | 'postgres';
+  /** SQLite: `query` runs cached prepared statements itself (SQLITE_STATEMENT_CACHE, default on). */
+  private readonly statementCache: boolean;
 
   constructor(
     @InjectDataSource() readonly dataSource: DataSource,
     @Optional() private readonly metrics?: MetricsService,
+    @Optional() @Inject(APP_CONFIG) config?: AppConfig,
   ) {
     this.dialect = dataSource.options.type === 'postgres' ? 'postgres' : 'sqlite';
+    this.statementCache = config?.sqliteStatementCache ?? true;
     if (this.dialect === 'sqlite') {
       this.gateTypeormRunner();
     }
@@ -197,6 +202,7 @@ export class DatabaseService {
    * objects, async statement cache) cost ~20 µs per statement, 13% of a GET (docs/performance.md).
    * The statement still goes through TypeORM's logger (query logging, the tests' statement counts)
    * and fails with TypeORM's QueryFailedError, as `dataSource.query` would.
+   * SQLITE_STATEMENT_CACHE=false (CI's Node 24 run) takes TypeORM's path on SQLite too.
    */
   async query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
     if (this.dryRuns.getStore() && !READ_ONLY.test(sql)) {
@@ -205,6 +211,11 @@ export class DatabaseService {
     }
     if (this.dialect === 'postgres') {
       return this.dataSource.query<T[]>(sql, params);
+    }
+    if (!this.statementCache) {
+      // TypeORM's SQLite runner answers a write with its last row id: writes answer no rows here
+      const raw: unknown = await this.dataSource.query(sql, params);
+      return Array.isArray(raw) ? (raw as T[]) : [];
     }
     // better-sqlite3 cannot bind booleans (TypeORM converts them the same way)
     const values = params.map((v) => (typeof v === 'boolean' ? Number(v) : v));

@@ -7,7 +7,6 @@ import {
   type GraphQLFieldResolver,
   type GraphQLSchema,
 } from 'graphql';
-import type { GqlContext } from './context.js';
 
 /**
  * The largest response to a query or mutation (docs/graphql.md "Limits"). The cost limit already
@@ -106,6 +105,14 @@ function isLargeTextField(field: GraphQLFieldConfig<unknown, unknown>): boolean 
 }
 
 /**
+ * What the wrapped resolvers read of the context (GqlContext has it; no import: context.ts imports
+ * this file).
+ */
+interface SizedContext {
+  responseSize?: ResponseSize;
+}
+
+/**
  * Wraps the resolvers of large text fields (and only those) so that an HTTP response's
  * `responseSize` counts them as they resolve. WebSocket contexts have no `responseSize`: there the
  * finished result is measured (graphql-ws.server.ts).
@@ -116,9 +123,9 @@ export function guardLargeFields(schema: GraphQLSchema): GraphQLSchema {
       if (!isLargeTextField(field)) {
         return field;
       }
-      const resolve: GraphQLFieldResolver<unknown, GqlContext> =
+      const resolve: GraphQLFieldResolver<unknown, SizedContext | undefined> =
         field.resolve ?? defaultFieldResolver;
-      field.resolve = (source, args, ctx: GqlContext, info) => {
+      field.resolve = (source, args, ctx: SizedContext | undefined, info) => {
         const size = ctx?.responseSize;
         if (!size) {
           return resolve(source, args, ctx, info);

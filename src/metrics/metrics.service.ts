@@ -1,12 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { BoundedLabel } from './bounded-label.js';
-import {
-  FastCounter,
-  FastHistogram,
-  type CounterSeries,
-  type HistogramSeries,
-} from './fast-metrics.js';
 
 /** Seconds buckets for request-shaped work (1 ms … 10 s). */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
@@ -42,6 +36,9 @@ const BUCKET_LABELS: Record<string, string> = {
   cost: 'graphql_cost',
 };
 
+type CounterSeries = Counter.Internal;
+type HistogramSeries = Histogram.Internal<string>;
+
 interface OperationSeries {
   count: CounterSeries;
   duration: HistogramSeries;
@@ -61,11 +58,12 @@ export class MetricsService {
   readonly registry = new Registry();
 
   /** Every HTTP response: `labels(method, route pattern, status).observe(seconds)`. */
-  readonly httpDuration = new FastHistogram(this.registry, {
+  readonly httpDuration = new Histogram({
     name: 'atrium_http_request_duration_seconds',
     help: 'HTTP request duration by method, route pattern and status',
-    labelNames: ['method', 'route', 'status'],
+    labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
   });
 
   // ---- GraphQL ----------------------------------------------------------------------------------
@@ -73,24 +71,27 @@ export class MetricsService {
   /** Client-chosen operation names: the first 100 distinct ones seen, then `other`. */
   readonly operationNames = new BoundedLabel(100, 64);
 
-  readonly graphqlOperations = new FastCounter(this.registry, {
+  readonly graphqlOperations = new Counter({
     name: 'atrium_graphql_operations_total',
     help: 'GraphQL operations by operation name (bounded), type, outcome and transport',
-    labelNames: ['operation_name', 'operation_type', 'outcome', 'transport'],
+    labelNames: ['operation_name', 'operation_type', 'outcome', 'transport'] as const,
+    registers: [this.registry],
   });
 
-  readonly graphqlDuration = new FastHistogram(this.registry, {
+  readonly graphqlDuration = new Histogram({
     name: 'atrium_graphql_operation_duration_seconds',
     help: 'GraphQL operation duration (subscriptions: the subscribe step, not their lifetime)',
-    labelNames: ['operation_name', 'operation_type', 'outcome', 'transport'],
+    labelNames: ['operation_name', 'operation_type', 'outcome', 'transport'] as const,
     buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
   });
 
-  readonly graphqlCost = new FastHistogram(this.registry, {
+  readonly graphqlCost = new Histogram({
     name: 'atrium_graphql_operation_cost',
     help: 'Computed cost (points) of GraphQL operations that got as far as costing',
-    labelNames: ['operation_type', 'transport'],
+    labelNames: ['operation_type', 'transport'] as const,
     buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+    registers: [this.registry],
   });
 
   readonly subscriptionsActive = new Gauge({
@@ -172,21 +173,23 @@ export class MetricsService {
     },
   });
 
-  readonly dbQueryDuration = new FastHistogram(this.registry, {
+  readonly dbQueryDuration = new Histogram({
     name: 'atrium_db_query_duration_seconds',
     help: 'Database statement duration by outcome (ok, error)',
-    labelNames: ['outcome'],
+    labelNames: ['outcome'] as const,
     buckets: QUERY_BUCKETS,
+    registers: [this.registry],
   });
   private readonly queryOk = this.dbQueryDuration.labels('ok');
   private readonly queryError = this.dbQueryDuration.labels('error');
 
   // ---- rate limits ------------------------------------------------------------------------------
 
-  readonly rateLimitDecisions = new FastCounter(this.registry, {
+  readonly rateLimitDecisions = new Counter({
     name: 'atrium_rate_limit_decisions_total',
     help: 'Rate-limit decisions by bucket and outcome (allowed, limited, unavailable)',
-    labelNames: ['bucket', 'outcome'],
+    labelNames: ['bucket', 'outcome'] as const,
+    registers: [this.registry],
   });
 
   private socketCount?: () => number;

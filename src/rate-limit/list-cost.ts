@@ -1,6 +1,4 @@
-import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Observable } from 'rxjs';
 import type { MaybeCaller } from '../auth/caller.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
 import { LIST_ROW_COST } from '../common/openapi/decorators.js';
@@ -28,47 +26,34 @@ function requestedLimit(raw: unknown): number | undefined {
  * cost budget, the one GraphQL spends (GRAPHQL_COST_BUDGET per GRAPHQL_COST_WINDOW_S, Redis-shared
  * like every counter), so switching transports gets no more rows. Charged before the list runs, as
  * GraphQL charges `first` before execution: over budget -> 429 `rate_limited` with Retry-After, and a
- * refused page spends nothing. Runs after the guards (the caller is known) and the query check.
+ * refused page spends nothing. The last step of the REST request guard (src/app.guard.ts): the caller
+ * is known and the query has been checked.
  */
-export class ListCostInterceptor implements NestInterceptor {
-  /** Per handler: its row cost, or null for routes that are not lists (read once). */
-  private readonly rowCosts = new WeakMap<object, number | null>();
-
+export class ListCost {
   constructor(
     private readonly config: AppConfig,
     private readonly limits: RateLimitService,
   ) {}
 
-  intercept(
-    context: ExecutionContext,
-    next: CallHandler,
-  ): Observable<unknown> | Promise<Observable<unknown>> {
-    if (!this.limits.enabled || context.getType() !== 'http') {
-      return next.handle();
-    }
-    const handler = context.getHandler();
-    let rowCost = this.rowCosts.get(handler);
-    if (rowCost === undefined) {
-      rowCost = (Reflect.getMetadata(LIST_ROW_COST, handler) as number | undefined) ?? null;
-      this.rowCosts.set(handler, rowCost);
-    }
-    if (rowCost === null) {
-      return next.handle(); // not a list: no await, no store call
-    }
-    const req = context.switchToHttp().getRequest<FastifyRequest & { caller?: MaybeCaller }>();
-    const limit = requestedLimit((req.query as Record<string, unknown>).limit);
-    if (limit === undefined) {
-      return next.handle();
-    }
-    return this.charge(context, req, limit, 1 + limit * rowCost).then(() => next.handle());
+  /** The list route's row cost (`ApiPage`), or undefined for routes that are not lists. */
+  static rowCostOf(handler: object): number | undefined {
+    return Reflect.getMetadata(LIST_ROW_COST, handler) as number | undefined;
   }
 
-  private async charge(
-    context: ExecutionContext,
+  /** Charges one page of a list whose rows cost `rowCost`; throws 429 when over budget. */
+  async charge(
     req: FastifyRequest & { caller?: MaybeCaller },
-    limit: number,
-    cost: number,
+    reply: FastifyReply,
+    rowCost: number,
   ): Promise<void> {
+    if (!this.limits.enabled) {
+      return;
+    }
+    const limit = requestedLimit((req.query as Record<string, unknown>).limit);
+    if (limit === undefined) {
+      return; // the list answers 400
+    }
+    const cost = 1 + limit * rowCost;
     const budget = this.config.graphqlCostBudget;
     const hit = await this.limits.hit(
       BUCKET_GRAPHQL_COST,
@@ -80,7 +65,6 @@ export class ListCostInterceptor implements NestInterceptor {
     if (hit === undefined) {
       return; // store unavailable: fail open, without made-up numbers
     }
-    const reply = context.switchToHttp().getResponse<FastifyReply>();
     void reply.header('RateLimit-Cost-Remaining', String(Math.max(0, budget - hit.count)));
     if (!hit.allowed) {
       void reply.header('Retry-After', String(secondsUntil(hit.resetMs)));

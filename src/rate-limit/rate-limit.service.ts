@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { normalizeIp } from '@nestjs/throttler';
 import { identityOf, type MaybeCaller } from '../auth/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { normalizeIp } from './ip.js';
 import { RateLimitStore, type HitResult } from './rate-limit.store.js';
 
 /** Counter names (the middle part of the Redis key `<prefix>rl:<bucket>:<tracker>`). */
@@ -29,7 +29,7 @@ export {
 
 /**
  * The rate-limit rules of docs/contract.md section 9 on top of the counter store, for the places
- * that count: the throttler guard (REST), the Apollo plugin (GraphQL over HTTP), the WebSocket
+ * that count: the request guard (REST), the Apollo plugin (GraphQL over HTTP), the WebSocket
  * limits and the credential buckets (credential-buckets.ts, the credential door's accounting).
  */
 @Injectable()
@@ -92,7 +92,7 @@ export class RateLimitService {
 
   /**
    * One request against the caller's (or the address's) request bucket, for requests the auth
-   * guard refuses itself (401 without credentials, 403 for the role) before the throttler guard
+   * guard refuses itself (401 without credentials, 403 for the role) before the request limit
    * would count them: refusals are not free. Not allowed once the bucket is used up (answer 429).
    */
   async countRefusedRequest(

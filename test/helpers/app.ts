@@ -60,6 +60,8 @@ export async function startApp(
     PUBLIC_URL: PUBLIC_URL,
     DATABASE_URL: env.DATABASE_URL ?? freshDatabaseUrl(),
     REDIS_URL: process.env.REDIS_URL,
+    // CI runs one pass with SQLITE_STATEMENT_CACHE=false (TypeORM's query runner on SQLite)
+    SQLITE_STATEMENT_CACHE: process.env.SQLITE_STATEMENT_CACHE,
     // each app gets its own Redis namespace unless a test shares one between instances on purpose
     REDIS_PREFIX: `atrium-test:${randomBytes(4).toString('hex')}:`,
     ADMIN_EMAIL,

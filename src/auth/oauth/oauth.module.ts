@@ -1,5 +1,4 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { UsersModule } from '../../users/users.module.js';
 import { CredentialsService } from '../credentials.service.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
@@ -9,7 +8,6 @@ import { OAuthClientsService } from './oauth-clients.service.js';
 import { OAuthGrantsController } from './oauth-grants.controller.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
-import { OAuthScopeGuard } from './oauth-scope.guard.js';
 import { isOAuthAccessToken, OAuthTokenVerifier } from './oauth-token.verifier.js';
 import { loadOidcLibrary, OIDC_LIBRARY } from './oidc-library.js';
 import { OidcProviderService } from './oidc-provider.service.js';
@@ -27,8 +25,6 @@ import { OidcProviderService } from './oidc-provider.service.js';
     OidcProviderService,
     OAuthInteractionsService,
     OAuthTokenVerifier,
-    // after the auth guard (AuthModule is imported first): it needs the caller
-    { provide: APP_GUARD, useClass: OAuthScopeGuard },
   ],
   exports: [
     OidcProviderService,

@@ -34,13 +34,35 @@ export async function loadOidcLibrary(): Promise<OidcLibrary> {
 }
 
 /**
- * oidc-provider keeps each of its requests' context in an AsyncLocalStorage (its own module, read
- * only by the client ID metadata document feature, which Atrium leaves off). On Node 20 a storage's
- * first `run()` turns on promise hooks for the whole process, and they stay on: after one OAuth
- * request, every promise of every later request (REST, GraphQL, WebSocket) paid for them, ~10 % of
- * a REST GET's CPU (docs/performance.md). `inProviderContext` counts the provider's requests in
- * flight and disables the storage once none is left; the next request's `run()` enables it again.
+ * Whether AsyncLocalStorage runs on promise hooks here. Node 24 keeps the store in the async context
+ * frame instead (its default; `--no-async-context-frame` switches back), which costs nothing for
+ * promises that never read it; Node 20 and 22 use promise hooks.
  */
+export function storageUsesPromiseHooks(
+  version = process.versions.node,
+  execArgv: readonly string[] = [
+    ...process.execArgv,
+    ...(process.env.NODE_OPTIONS ?? '').split(/\s+/),
+  ],
+): boolean {
+  const major = Number(version.split('.')[0]);
+  if (execArgv.includes('--no-async-context-frame')) {
+    return true;
+  }
+  return major < 24 && !execArgv.includes('--experimental-async-context-frame');
+}
+
+/**
+ * oidc-provider keeps each of its requests' context in an AsyncLocalStorage (its own module, read
+ * only by the client ID metadata document feature, which Atrium leaves off). Where that storage runs
+ * on promise hooks (Node 20 and 22, see `storageUsesPromiseHooks`), a storage's first `run()` turns
+ * them on for the whole process, and they stay on: after one OAuth request, every promise of every
+ * later request (REST, GraphQL, WebSocket) paid for them, ~10 % of a REST GET's CPU
+ * (docs/performance.md). There `inProviderContext` counts the provider's requests in flight and
+ * disables the storage once none is left; the next request's `run()` enables it again. On Node 24
+ * nothing needs releasing and the provider's module is not reached into.
+ */
+const RELEASE_STORAGE = storageUsesPromiseHooks();
 let providerStorage: AsyncLocalStorage<unknown> | null | undefined;
 let providerRequests = 0;
 
@@ -57,6 +79,9 @@ async function loadProviderStorage(): Promise<AsyncLocalStorage<unknown> | null>
 
 /** Runs one request through oidc-provider (see above). */
 export async function inProviderContext<T>(handle: () => Promise<T>): Promise<T> {
+  if (!RELEASE_STORAGE) {
+    return handle();
+  }
   if (providerStorage === undefined) {
     providerStorage = await loadProviderStorage();
   }
