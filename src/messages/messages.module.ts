@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { UsersModule } from '../users/users.module.js';
 import { MessagesResolver } from './messages.resolver.js';
 import { RoomsResolver } from './rooms.resolver.js';
+import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
 import { RoomsController } from './rooms.controller.js';
 import { RoomsService } from './rooms.service.js';
@@ -10,7 +11,7 @@ import { RoomsService } from './rooms.service.js';
 @Module({
   imports: [UsersModule],
   controllers: [RoomsController],
-  providers: [RoomsService, MessagesService, RoomsResolver, MessagesResolver],
+  providers: [RoomsService, MessagesService, MessagesRepository, RoomsResolver, MessagesResolver],
   exports: [RoomsService, MessagesService],
 })
 export class MessagesModule {}

@@ -199,6 +199,7 @@ export class MessagesService {
         authorId: caller.userId,
         content: input.content,
         createdAt: nowIso(),
+        seq,
       };
       await manager.query(
         `INSERT INTO messages (id, room_id, author_id, content, created_at, seq)
