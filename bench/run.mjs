@@ -18,6 +18,7 @@
 // See bench/README.md for how to read the table.
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -482,6 +483,11 @@ async function startAppWithData(name, mainJs, pin) {
     Object.assign(appEnv, {
       REDIS_URL: process.env.REDIS_URL,
       REDIS_PREFIX: `atrium-bench-${name}-${appPort}:`,
+      // one signing key, so each instance accepts the other's tokens
+      JWT_PRIVATE_KEY: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+        type: 'pkcs8',
+        format: 'pem',
+      }),
     });
   }
   Object.assign(appEnv, {
@@ -511,7 +517,8 @@ async function startAppWithData(name, mainJs, pin) {
     const peerProc = startChild(
       `${name}-2`,
       [...appNodeArgs, mainJs],
-      { ...appEnv, PORT: String(peerPort), PUBLIC_URL: peerUrl },
+      // the same PUBLIC_URL: it is the tokens' issuer
+      { ...appEnv, PORT: String(peerPort) },
       pin?.server,
     );
     await waitReady(peerProc, `${peerUrl}/health/ready`);
