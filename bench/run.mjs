@@ -18,6 +18,7 @@
 // See bench/README.md for how to read the table.
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -69,7 +70,14 @@ const settings = {
   rounds: positiveNumber('BENCH_ROUNDS', 1),
   fanoutSubscribers: positiveNumber('BENCH_FANOUT_SUBSCRIBERS', 200),
   fanoutRate: positiveNumber('BENCH_FANOUT_RATE', 50),
+  fanoutRooms: positiveNumber('BENCH_FANOUT_ROOMS', 1),
+  fanoutInstances: positiveNumber('BENCH_FANOUT_INSTANCES', 1),
 };
+if (settings.fanoutInstances > 2 || (settings.fanoutInstances === 2 && !process.env.REDIS_URL)) {
+  throw new Error(
+    'BENCH_FANOUT_INSTANCES: 1, or 2 with REDIS_URL (the instances share events through Redis)',
+  );
+}
 
 /**
  * The scenarios, in the order they run. Each is
@@ -252,7 +260,7 @@ async function main() {
   }
 
   workDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
-  const { app, appProc, appEnv, appNodeArgs, token, apiKey, oauthToken, userId, userGet } =
+  const { app, appProc, appEnv, appNodeArgs, token, apiKey, oauthToken, userId, userGet, peers } =
     await startAppWithData('app', mainJs, pin);
   // --compare <checkout>: the same app scenarios against another checkout's build, interleaved
   const compare = args.compare
@@ -389,7 +397,18 @@ async function main() {
   const results = [];
   for (const scenario of scenarios) {
     if (scenario.target === 'fanout') {
-      results.push(await fanoutRow(scenario, app, token));
+      results.push(await fanoutRow(scenario, app, token, peers));
+      if (compare) {
+        // the same fan-out against the --compare build, right after (old vs new in one run)
+        results.push(
+          await fanoutRow(
+            { ...scenario, name: `${scenario.name} @compare`, pid: compare.appProc.pid },
+            compare.app,
+            compare.token,
+            compare.peers,
+          ),
+        );
+      }
     } else {
       results.push(medianRow(measured.get(scenario.name)));
     }
@@ -459,6 +478,18 @@ async function startAppWithData(name, mainJs, pin) {
   // --- the app under test -----------------------------------------------------------------------
   const appEnv = { ...process.env };
   delete appEnv.REDIS_URL;
+  if (settings.fanoutInstances === 2) {
+    // the fan-out over two instances: both on one database and one Redis namespace
+    Object.assign(appEnv, {
+      REDIS_URL: process.env.REDIS_URL,
+      REDIS_PREFIX: `atrium-bench-${name}-${appPort}:`,
+      // one signing key, so each instance accepts the other's tokens
+      JWT_PRIVATE_KEY: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+        type: 'pkcs8',
+        format: 'pem',
+      }),
+    });
+  }
   Object.assign(appEnv, {
     NODE_ENV: process.env.BENCH_NODE_ENV ?? 'production',
     PORT: String(appPort),
@@ -478,6 +509,22 @@ async function startAppWithData(name, mainJs, pin) {
   const appProc = startChild(name, [...appNodeArgs, mainJs], appEnv, pin?.server);
   await waitReady(appProc, `${app}/health/ready`);
   console.log(`${name} ready on ${app} (log: ${appProc.logFile})`);
+  /** BENCH_FANOUT_INSTANCES=2: a second instance of the same build, database and Redis namespace */
+  const peers = [];
+  if (settings.fanoutInstances === 2) {
+    const peerPort = await freePort();
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    const peerProc = startChild(
+      `${name}-2`,
+      [...appNodeArgs, mainJs],
+      // the same PUBLIC_URL: it is the tokens' issuer
+      { ...appEnv, PORT: String(peerPort) },
+      pin?.server,
+    );
+    await waitReady(peerProc, `${peerUrl}/health/ready`);
+    console.log(`${name}-2 ready on ${peerUrl} (log: ${peerProc.logFile})`);
+    peers.push({ url: peerUrl, pid: peerProc.pid });
+  }
 
   // --- data, through the public API --------------------------------------------------------------
   const tokenRes = await request('POST', `${app}/api/v1/auth/token`, {
@@ -537,7 +584,19 @@ async function startAppWithData(name, mainJs, pin) {
     });
   }
 
-  return { app, appProc, appEnv, appNodeArgs, token, auth, userId, apiKey, oauthToken, userGet };
+  return {
+    app,
+    appProc,
+    appEnv,
+    appNodeArgs,
+    token,
+    auth,
+    userId,
+    apiKey,
+    oauthToken,
+    userGet,
+    peers,
+  };
 }
 
 /** One measured load of a scenario: throughput, latency and the server's CPU time per request. */
@@ -591,27 +650,37 @@ function medianRow(rows) {
 }
 
 /** Runs the fan-out scenario; its row reads: req/s = delivered events/s, latencies = delivery latency. */
-async function fanoutRow(scenario, app, token) {
+async function fanoutRow(scenario, app, token, peers = []) {
+  // every instance's CPU (BENCH_FANOUT_INSTANCES=2: both, on the server CPU)
+  const pids = [scenario.pid, ...peers.map((p) => p.pid)];
+  const totalCpuMs = () => {
+    const each = pids.map((pid) => cpuMs(pid));
+    return each.some((v) => v === undefined) ? undefined : each.reduce((a, b) => a + b, 0);
+  };
   let cpuBefore;
   const f = await runFanout({
     app,
+    apps: [app, ...peers.map((p) => p.url)],
     token,
     subscribers: settings.fanoutSubscribers,
     rate: settings.fanoutRate,
+    rooms: settings.fanoutRooms,
     duration: settings.duration,
     warmup: settings.warmup,
-    onMeasureStart: () => (cpuBefore = cpuMs(scenario.pid)),
+    onMeasureStart: () => (cpuBefore = totalCpuMs()),
   });
-  const cpuAfter = cpuMs(scenario.pid);
-  const serverCpuPct =
-    cpuBefore !== undefined && cpuAfter !== undefined
-      ? ((cpuAfter - cpuBefore) / f.windowMs) * 100
-      : undefined;
+  const cpuAfter = totalCpuMs();
+  const serverCpuMs =
+    cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined;
+  const serverCpuPct = serverCpuMs !== undefined ? (serverCpuMs / f.windowMs) * 100 : undefined;
+  /** server CPU (all instances) per delivered event, µs: what one more subscriber costs per message */
+  const cpuUsPerEvent =
+    serverCpuMs !== undefined && f.delivered > 0 ? (serverCpuMs * 1000) / f.delivered : undefined;
   console.log(
-    `  ${scenario.name}: ${f.subscribers} subscribers x ${f.messages} messages at ${f.rate}/s -> ` +
+    `  ${scenario.name}: ${f.subscribers} subscribers in ${f.rooms} room(s) on ${f.instances} instance(s) x ${f.messages} messages at ${f.rate}/s -> ` +
       `${f.delivered}/${f.expected} delivered, ${fmt(f.eventsPerSec, 0)} events/s, ` +
       `delivery latency p50 ${fmt(f.p50Ms, 1)} ms, p99 ${fmt(f.p99Ms, 1)} ms, max ${fmt(f.maxMs, 1)} ms; ` +
-      `CPU: server ${fmt(serverCpuPct, 0)}%, load generator ${fmt(f.clientCpuPct, 0)}%` +
+      `CPU: server ${fmt(serverCpuPct, 0)}% (${fmt(cpuUsPerEvent, 1)} µs per delivered event), load generator ${fmt(f.clientCpuPct, 0)}%` +
       (f.postErrors ? `, ${f.postErrors} failed posts` : ''),
   );
   return {
@@ -626,7 +695,8 @@ async function fanoutRow(scenario, app, token) {
     errors: f.lost,
     timeouts: 0,
     statusCodes: {},
-    fanout: { ...f, serverCpuPct },
+    cpuUsPerReq: cpuUsPerEvent,
+    fanout: { ...f, serverCpuPct, cpuUsPerEvent },
   };
 }
 

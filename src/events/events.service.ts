@@ -171,6 +171,17 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return this.local.asyncIterableIterator<MessageEvent>(TOPICS.messageAdded(roomId));
   }
 
+  /**
+   * Calls `listener` with every message of the room this instance delivers, in commit order, from
+   * now on (synchronously with the local fan-out); the function returned detaches it. For streams
+   * that must know the exact moment they started listening (the replay of `messageAdded(after:)`).
+   */
+  listenRoom(roomId: string, listener: (message: MessageEvent) => void): () => void {
+    const topic = TOPICS.messageAdded(roomId);
+    this.emitter.on(topic, listener);
+    return () => this.emitter.off(topic, listener);
+  }
+
   userUpdates(userId: string): AsyncIterableIterator<User> {
     return this.local.asyncIterableIterator<User>(TOPICS.userUpdated(userId));
   }
@@ -214,6 +225,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   private deliverMessage(event: MessageSentEvent): void {
     this.observeLag('message_sent', event);
     const message = event.message;
+    message.seq ??= event.seq; // sent by an instance whose messages did not carry it yet
     void this.local.publish(TOPICS.newMessage, message);
     void this.local.publish(TOPICS.messageAdded(message.roomId), message);
   }

@@ -16,6 +16,7 @@ export type GqlErrorCode =
   | 'CONFLICT'
   | 'RATE_LIMITED'
   | 'QUERY_TOO_COMPLEX'
+  | 'RESYNC_REQUIRED'
   | 'INTERNAL_SERVER_ERROR'
   | ApolloRequestCode;
 
@@ -45,6 +46,7 @@ const CONTRACT_CODES = new Set<string>([
   'CONFLICT',
   'RATE_LIMITED',
   'QUERY_TOO_COMPLEX',
+  'RESYNC_REQUIRED',
   'INTERNAL_SERVER_ERROR',
   ...APOLLO_REQUEST_CODES,
 ]);

@@ -32,7 +32,7 @@ import { originAllowed } from '../common/cors.js';
 import { ShutdownState } from '../common/shutdown.js';
 import { fairMessages } from './ws-fair-queue.js';
 import type { MaybeCaller } from '../auth/caller.js';
-import { CredentialsService } from '../auth/credentials.service.js';
+import { CredentialsService, type CredentialSession } from '../auth/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import {
@@ -43,7 +43,7 @@ import {
 import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { MAX_QUERY_COST, MAX_SUBSCRIPTION_COST, operationCost, tooComplex } from './cost.js';
-import { CLOSE_CREDENTIALS_LAPSED, SocketCaller } from './current-rights.js';
+import { CLOSE_CREDENTIALS_LAPSED, CurrentRights, SocketCaller } from './current-rights.js';
 import { depthLimitRule } from './depth-limit.rule.js';
 import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
@@ -51,6 +51,7 @@ import { introspectionResult, isIntrospectionQuery } from './introspection-cache
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
+import { sendSharedBytes, sharedPayload } from './shared-event-bytes.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
 import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
 import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrade-refusals.js';
@@ -62,7 +63,15 @@ export const WS_MAX_PAYLOAD = 64 * 1024;
 type SocketState = SocketTelemetry & {
   caller?: MaybeCaller;
   rights?: SocketCaller;
+  /** How this socket holds its (shared) SocketCaller: released when it closes. */
+  rightsHold?: { session: CredentialSession; onLapse: (reason: string) => void };
 };
+
+/** A subscription event's result, executed once per group of subscribers (see subscribeCharged). */
+interface GroupResult {
+  result: ExecutionResult;
+  tooLarge: boolean;
+}
 
 function credentialsLapsed(): GraphQLError {
   return new GraphQLError('Credentials no longer valid', {
@@ -96,6 +105,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   /** The operation an operation's context belongs to (metrics of the subscribe step). */
   private readonly operationOf = new WeakMap<object, WsOperation>();
   private readonly telemetry: WsTelemetry;
+  /** One SocketCaller per credential, shared by the sockets opened with it. */
+  private readonly currentRights = new CurrentRights();
+  /** Results of one event per group of subscribers (event payload -> group key -> result). */
+  private readonly groupResults = new WeakMap<object, Map<string, Promise<GroupResult>>>();
+  /** The serialized form of a shared result without errors: sent as is to every socket of its group. */
+  private readonly serialized = new WeakMap<ExecutionResult, string>();
+  /** Small ids for documents and SocketCallers in group keys. */
+  private readonly keyIds = new WeakMap<object, number>();
+  private nextKeyId = 1;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -152,20 +170,32 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             return false;
           }
           if (answer.kind === 'caller') {
-            // the caller is re-established per operation and per event; lapsed -> close 4403
-            ctx.extra.rights = new SocketCaller(
+            // the caller is re-established per operation and per event; lapsed -> close 4403. Sockets
+            // of one credential share it (one look-up per event, however many sockets)
+            const onLapse = (why: string) => ctx.extra.socket.close(CLOSE_CREDENTIALS_LAPSED, why);
+            ctx.extra.rights = this.currentRights.acquire(
               answer.caller,
               answer.session,
-              this.door,
-              (why) => ctx.extra.socket.close(CLOSE_CREDENTIALS_LAPSED, why),
-              this.config.wsRecheckIntervalS * 1000,
+              onLapse,
+              () =>
+                new SocketCaller(
+                  answer.caller,
+                  answer.session,
+                  this.door,
+                  onLapse,
+                  this.config.wsRecheckIntervalS * 1000,
+                ),
             );
+            ctx.extra.rightsHold = { session: answer.session, onLapse };
           }
           this.telemetry.connected(ctx.extra);
           return true;
         },
         onClose: (ctx, code, reason) => {
-          ctx.extra.rights?.dispose();
+          const hold = ctx.extra.rightsHold;
+          if (hold && ctx.extra.rights) {
+            this.currentRights.release(hold.session, ctx.extra.rights, hold.onLapse);
+          }
           this.limits.releaseConnection(ctx);
           // operations still being set up end by themselves (refused, or completed by graphql-ws)
           this.telemetry.closed(ctx.extra, code, reason);
@@ -200,6 +230,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
         },
         onNext: (ctx, id, _payload, args, result) => {
           this.telemetry.next(ctx.extra, id, result);
+          // a subscription event shared by a group: the same bytes for every socket
+          const bytes = this.serialized.get(result);
+          if (bytes !== undefined) {
+            return sharedPayload(ctx.extra.socket, id, bytes);
+          }
           // queries and mutations: the response cap of HTTP (events are capped in subscribeCharged)
           const single =
             getOperationAST(args.document, args.operationName)?.operation !==
@@ -298,10 +333,16 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
 
   /**
    * graphql-js `subscribe`, with each event run under the subscriber's current rights and charged
-   * before its selection runs: the operation's cost
-   * is spent from the identity's budget again for every event (a subscription re-executes its
-   * selection per event), and an event payload over MAX_EVENT_BYTES is replaced by an error. When the
-   * budget is used up the subscriber gets one RATE_LIMITED error and the subscription completes.
+   * before its selection runs: the operation's cost is spent from the identity's budget again for
+   * every event (a subscription re-executes its selection per event), and an event payload over
+   * MAX_EVENT_BYTES is replaced by an error. When the budget is used up the subscriber gets one
+   * RATE_LIMITED error and the subscription completes.
+   *
+   * Subscribers that share the document, the operation, the variables and the rights (one
+   * credential, so one SocketCaller) form a group: an event is executed and serialized once per group
+   * and every socket of it is sent the same bytes (`serialized`, shared-event-bytes.ts). The rights
+   * check and the charge stay per socket (the check is shared by the SocketCaller, the charges are
+   * batched by SocketLimitsService).
    */
   private async subscribeCharged(
     args: ExecutionArgs,
@@ -317,6 +358,17 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     const context = args.contextValue as GqlContext;
     const socket = this.socketOf.get(context);
     const cost = context.cost?.requested ?? 0;
+    const rights = socket
+      ? (socket as Context<Record<string, unknown>, SocketState>).extra?.rights
+      : undefined;
+    const groupKey = rights
+      ? [
+          this.keyId(rights),
+          this.keyId(args.document),
+          args.operationName ?? '',
+          JSON.stringify(args.variableValues ?? {}),
+        ].join('\u0000')
+      : undefined;
     return mapEvents(source, async (payload) => {
       if (context.refreshCaller) {
         // each event is resolved with the subscriber's current rights; once they have lapsed the
@@ -331,12 +383,59 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       if (refused) {
         return { result: { errors: [refused] }, last: true };
       }
-      const result = await execute({ ...args, rootValue: payload });
-      if (jsonSize(result) > MAX_EVENT_BYTES) {
+      const { result, tooLarge } = await this.groupResult(payload, groupKey, () =>
+        execute({ ...args, rootValue: payload }),
+      );
+      if (tooLarge) {
         return { result: { errors: [responseTooLarge(MAX_EVENT_BYTES)] }, last: false };
       }
       return { result, last: false };
     });
+  }
+
+  /** The event's result for a group: executed (and serialized) by the group's first subscriber. */
+  private groupResult(
+    payload: unknown,
+    groupKey: string | undefined,
+    run: () => ReturnType<typeof execute>,
+  ): Promise<GroupResult> {
+    const shareable = groupKey !== undefined && typeof payload === 'object' && payload !== null;
+    let groups = shareable ? this.groupResults.get(payload) : undefined;
+    const cached = groups?.get(groupKey as string);
+    if (cached) {
+      return cached;
+    }
+    const produced = Promise.resolve(run()).then((result): GroupResult => {
+      const result1 = result;
+      if (result1.errors?.length) {
+        return { result: result1, tooLarge: jsonSize(result1) > MAX_EVENT_BYTES };
+      }
+      const bytes = JSON.stringify(result1);
+      if (Buffer.byteLength(bytes) > MAX_EVENT_BYTES) {
+        return { result: result1, tooLarge: true };
+      }
+      if (shareable) {
+        this.serialized.set(result1, bytes);
+      }
+      return { result: result1, tooLarge: false };
+    });
+    if (shareable) {
+      if (!groups) {
+        groups = new Map();
+        this.groupResults.set(payload, groups);
+      }
+      groups.set(groupKey, produced);
+    }
+    return produced;
+  }
+
+  private keyId(value: object): number {
+    let id = this.keyIds.get(value);
+    if (id === undefined) {
+      id = this.nextKeyId++;
+      this.keyIds.set(value, id);
+    }
+    return id;
   }
 
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -389,6 +488,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       fairMessages(ws); // a burst of messages on one socket must not starve other clients
+      sendSharedBytes(ws); // a subscription event's bytes are made once per group
       wss.emit('connection', ws, req);
     });
   };

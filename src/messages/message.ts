@@ -14,6 +14,8 @@ export interface Message {
   authorId: string;
   content: string;
   createdAt: string;
+  /** Its room's commit order: 1, 2, 3… per room (rooms.last_seq at the send). */
+  seq: number;
 }
 
 /**

@@ -30,6 +30,7 @@ export function messageFromRow(row: MessageRow): Message {
     authorId: row.author_id,
     content: row.content,
     createdAt: row.created_at,
+    seq: Number(row.seq),
   };
 }
 

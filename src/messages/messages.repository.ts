@@ -109,4 +109,17 @@ export class MessagesRepository {
       [message.id, message.roomId, message.authorId, message.content, message.createdAt, seq],
     );
   }
+
+  /**
+   * Up to `limit` messages of a room from position `fromSeq` on, in commit order (the subscription
+   * replay): one range of the (room_id, seq) index.
+   */
+  async listFrom(roomId: string, fromSeq: number, limit: number): Promise<Message[]> {
+    const rows = await this.db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE room_id = ${this.p(1)} AND seq >= ${this.p(2)}
+       ORDER BY seq ASC LIMIT ${this.p(3)}`,
+      [roomId, fromSeq, limit],
+    );
+    return rows.map(messageFromRow);
+  }
 }

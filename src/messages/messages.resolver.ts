@@ -20,7 +20,10 @@ import { UsersService } from '../users/users.service.js';
 import { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent, Room } from './message.js';
 import { MessageModel, RoomModel } from './message.model.js';
+import { decodeMessageCursor, encodeMessageCursor } from './message-cursor.js';
+import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
+import { MAX_REPLAY, resumableRoomStream } from './resumable-room-stream.js';
 import { roomLoader } from './rooms.loaders.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
@@ -32,6 +35,7 @@ export class MessagesResolver {
     private readonly messages: MessagesService,
     private readonly users: UsersService,
     private readonly events: EventsService,
+    private readonly stored: MessagesRepository,
   ) {}
 
   @Mutation(() => MessageModel, {
@@ -62,6 +66,14 @@ export class MessagesResolver {
     return message.author ?? userLoader(ctx, this.users).load(message.authorId);
   }
 
+  @ResolveField('cursor', () => String, {
+    description:
+      'Where this message stands in its room (opaque): pass it as `after` to `messageAdded` to resume after it.',
+  })
+  cursor(@Parent() message: MessageEvent): string {
+    return encodeMessageCursor(message.roomId, message.seq);
+  }
+
   @ResolveField('room', () => RoomModel)
   async room(@Parent() message: MessageEvent, @Context() ctx: GqlContext): Promise<Room> {
     const room = message.room ?? (await roomLoader(ctx, this.rooms).load(message.roomId));
@@ -83,15 +95,42 @@ export class MessagesResolver {
   }
 
   @Subscription(() => MessageModel, {
-    description: 'Messages sent in one room, in commit order. NOT_FOUND for an unknown room.',
+    description: `Messages sent in one room, in commit order. NOT_FOUND for an unknown room. With \`after\` (a \`Message.cursor\` of this room), first every message committed after that one, then the live ones, with no gap and no duplicate; more than ${MAX_REPLAY} missed -> RESYNC_REQUIRED; a malformed cursor or one of another room -> BAD_USER_INPUT.`,
     resolve: (message: MessageEvent) => message,
   })
   @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   async messageAdded(
     @Args('roomId', { type: () => ID }) roomId: string,
     @Context() ctx: GqlContext,
+    @Args('after', {
+      type: () => String,
+      nullable: true,
+      description: 'The cursor of the last message received: resume after it.',
+    })
+    after?: string | null,
   ): Promise<AsyncIterableIterator<MessageEvent>> {
-    await this.rooms.get(ctx.caller, roomId);
-    return this.events.roomMessages(roomId);
+    const room = await this.rooms.get(ctx.caller, roomId);
+    if (after === undefined || after === null) {
+      return this.events.roomMessages(roomId);
+    }
+    const afterSeq = decodeMessageCursor(after, roomId);
+    return resumableRoomStream(
+      {
+        listen: (listener) => this.events.listenRoom(roomId, listener),
+        load: async (fromSeq, limit) => {
+          const messages = await this.stored.listFrom(roomId, fromSeq, limit);
+          if (messages.length <= 1 || messages.length > MAX_REPLAY + 1) {
+            return messages;
+          }
+          // the snapshots live events carry, read once for the whole replay
+          const authorIds = [...new Set(messages.map((m) => m.authorId))];
+          const authors = new Map((await this.users.findByIds(authorIds)).map((u) => [u.id, u]));
+          return messages.map(
+            (m): MessageEvent => ({ ...m, room, author: authors.get(m.authorId) }),
+          );
+        },
+      },
+      afterSeq,
+    );
   }
 }

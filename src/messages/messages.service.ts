@@ -147,6 +147,7 @@ export class MessagesService {
         authorId: caller.userId,
         content: input.content,
         createdAt: nowIso(),
+        seq,
       };
       await this.messages.insert(manager, message, seq);
       this.counters.add(tx, { [CountKeys.messagesOfRoom(roomId)]: 1 });

@@ -11,6 +11,11 @@ import {
   secondsUntil,
 } from './rate-limit.service.js';
 
+interface PendingCharge {
+  cost: number;
+  resolve: (refused: GraphQLError | undefined) => void;
+}
+
 /** Anything that names one socket for its lifetime: an id, or the graphql-ws `Context` object itself. */
 export type SocketRef = string | object;
 
@@ -168,18 +173,66 @@ export class SocketLimitsService {
   /**
    * One subscription event: `cost` points from the identity's GraphQL budget (no request counted).
    * The error to send when the budget is used up, else undefined (also when the store is unavailable).
+   *
+   * Charges are batched: the events charged to one identity in one turn of the event loop (one event
+   * fanned out to its many sockets) are spent with one counter hit for their sum. When the sum does
+   * not fit, each is charged on its own, in order, so exactly those that fit pass (as unbatched).
    */
-  async chargeEvent(socket: SocketRef, cost: number): Promise<GraphQLError | undefined> {
+  chargeEvent(socket: SocketRef, cost: number): Promise<GraphQLError | undefined> {
     if (!this.config.rateLimitEnabled || cost <= 0) {
-      return undefined;
+      return Promise.resolve(undefined);
     }
     const identity = this.identities.get(socket) ?? 'ip:unknown';
-    return this.spend(
-      identity,
-      cost,
-      (left, budget, retryS) =>
-        `Query cost budget exhausted: each event of this subscription costs ${cost} points, ${left} of ${budget} are left; the subscription ends, subscribe again in ${retryS} s`,
-    );
+    return new Promise((resolve) => {
+      let batch = this.eventCharges.get(identity);
+      if (!batch) {
+        batch = [];
+        this.eventCharges.set(identity, batch);
+        if (!this.flushScheduled) {
+          this.flushScheduled = true;
+          setImmediate(() => this.flushEventCharges());
+        }
+      }
+      batch.push({ cost, resolve });
+    });
+  }
+
+  private readonly eventCharges = new Map<string, PendingCharge[]>();
+  private flushScheduled = false;
+
+  private flushEventCharges(): void {
+    this.flushScheduled = false;
+    const batches = [...this.eventCharges];
+    this.eventCharges.clear();
+    for (const [identity, batch] of batches) {
+      void this.chargeBatch(identity, batch);
+    }
+  }
+
+  private async chargeBatch(identity: string, batch: PendingCharge[]): Promise<void> {
+    const refusal = (cost: number) => (left: number, budget: number, retryS: number) =>
+      `Query cost budget exhausted: each event of this subscription costs ${cost} points, ${left} of ${budget} are left; the subscription ends, subscribe again in ${retryS} s`;
+    try {
+      if (batch.length > 1) {
+        const total = batch.reduce((sum, c) => sum + c.cost, 0);
+        const spent = await this.limits.hit(
+          BUCKET_GRAPHQL_COST,
+          identity,
+          total,
+          this.config.graphqlCostBudget,
+          this.config.graphqlCostWindowS,
+        );
+        if (!spent || spent.allowed) {
+          batch.forEach((c) => c.resolve(undefined)); // spent, or the store is down: fail open
+          return;
+        }
+      }
+      for (const c of batch) {
+        c.resolve(await this.spend(identity, c.cost, refusal(c.cost)));
+      }
+    } catch {
+      batch.forEach((c) => c.resolve(undefined)); // as the store's own failures: fail open
+    }
   }
 
   get maxConnections(): number {

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOPICS } from '../src/events/events.service.js';
+import { startApp, type TestApp } from './helpers/app.js';
+import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
+import { listening, rawSocket, until } from './subscriptions-helpers.js';
+
+type Raw = Awaited<ReturnType<typeof rawSocket>>;
+
+/** A raw graphql-transport-ws socket that keeps every frame as received (the exact bytes). */
+async function open(base: string, token: string) {
+  const s = await rawSocket(base);
+  const frames: string[] = [];
+  s.ws.on('message', (data: Buffer) => frames.push(data.toString('utf8')));
+  s.send({ type: 'connection_init', payload: { Authorization: `Bearer ${token}` } });
+  await until(() => s.messages.some((m) => m.type === 'connection_ack'));
+  return { ...s, frames };
+}
+
+function nexts(s: Raw & { frames: string[] }, id: string): string[] {
+  return s.frames.filter((f) => {
+    const m = JSON.parse(f) as { id?: string; type: string };
+    return m.id === id && m.type === 'next';
+  });
+}
+
+const SELECTION =
+  'subscription($r: ID!) { messageAdded(roomId: $r) { id content author { id email } } }';
+
+describe('fan-out to many sockets', () => {
+  let t: TestApp;
+  let author: CreatedUser;
+  let reader: CreatedUser;
+  let adminToken: string;
+  const sockets: Raw[] = [];
+
+  beforeAll(async () => {
+    t = await startApp();
+    [author, reader] = await Promise.all([createUser(t.url), createUser(t.url)]);
+    const admin = await createUser(t.url, { role: 'ADMIN' });
+    adminToken = admin.token;
+    await adminClient(t.url);
+  });
+  afterAll(async () => {
+    for (const s of sockets) {
+      s.ws.close();
+    }
+    await t?.close();
+  });
+
+  it('sends the sockets of one credential the same bytes, and shapes each other credential’s by its own rights', async () => {
+    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
+    const roomId = room.body.data.id as string;
+    const readers = await Promise.all([1, 2, 3].map(() => open(t.url, reader.token)));
+    const self = await open(t.url, author.token);
+    const admin = await open(t.url, adminToken);
+    sockets.push(...readers, self, admin);
+    const all = [...readers, self, admin];
+    all.forEach((s, i) =>
+      s.send({
+        id: `op-${i}`,
+        type: 'subscribe',
+        payload: { query: SELECTION, variables: { r: roomId } },
+      }),
+    );
+    await listening(t, TOPICS.messageAdded(roomId), all.length);
+
+    const sent = await author.client.post(`/api/v1/rooms/${roomId}/messages`, { content: 'hello' });
+    expect(sent.status).toBe(201);
+    await until(() => all.every((s, i) => nexts(s, `op-${i}`).length === 1));
+
+    const bytes = readers.map((s, i) => nexts(s, `op-${i}`)[0].replace(`"op-${i}"`, '"op"'));
+    expect(bytes[1]).toBe(bytes[0]);
+    expect(bytes[2]).toBe(bytes[0]);
+    const payloadOf = (s: (typeof all)[number], i: number) =>
+      (JSON.parse(nexts(s, `op-${i}`)[0]) as { payload: { data: any } }).payload.data.messageAdded;
+    expect(payloadOf(readers[0], 0)).toEqual({
+      id: sent.body.data.id,
+      content: 'hello',
+      author: { id: author.id, email: null },
+    });
+    // the author sees its own email, an ADMIN every email
+    expect(payloadOf(self, 3).author).toEqual({ id: author.id, email: author.email });
+    expect(payloadOf(admin, 4).author).toEqual({ id: author.id, email: author.email });
+  });
+});
+
+describe('batched event charges', () => {
+  // `messageAdded(roomId) { id }` costs 2 points: 3 subscribes (6) + one event to 3 sockets (6)
+  // + two more charges (4) = 16
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ GRAPHQL_COST_BUDGET: '16' });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('charges an event fanned out to one identity’s sockets together; when the sum does not fit, exactly those that fit pass', async () => {
+    const author = await createUser(t.url);
+    const reader = await createUser(t.url);
+    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
+    const roomId = room.body.data.id as string;
+    const readers = await Promise.all([1, 2, 3].map(() => open(t.url, reader.token)));
+    try {
+      readers.forEach((s) =>
+        s.send({
+          id: 'sub',
+          type: 'subscribe',
+          payload: {
+            query: 'subscription($r: ID!) { messageAdded(roomId: $r) { id } }',
+            variables: { r: roomId },
+          },
+        }),
+      );
+      await listening(t, TOPICS.messageAdded(roomId), 3);
+      const send = async (content: string) =>
+        expect(
+          (await author.client.post(`/api/v1/rooms/${roomId}/messages`, { content })).status,
+        ).toBe(201);
+
+      await send('first');
+      await until(() => readers.every((s) => nexts(s, 'sub').length === 1));
+      await send('second');
+      await until(
+        () => readers.filter((s) => s.messages.some((m) => m.type === 'complete')).length === 1,
+      );
+      await new Promise((r) => setTimeout(r, 50));
+
+      const outcomes = readers.map((s) =>
+        s.messages
+          .filter((m) => m.id === 'sub')
+          .map((m) =>
+            m.type === 'next'
+              ? m.payload.errors
+                ? m.payload.errors[0].extensions.code
+                : 'data'
+              : m.type,
+          )
+          .join(' '),
+      );
+      expect(outcomes.sort()).toEqual(['data RATE_LIMITED complete', 'data data', 'data data']);
+    } finally {
+      readers.forEach((s) => s.ws.close());
+    }
+  });
+});
