@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';
@@ -11,7 +12,15 @@ import { UserAgeExtension } from './user-age.extension.js';
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
   controllers: [UsersController],
-  providers: [UsersService, AdminBootstrap, UsersResolver, AdminResolver, UserAgeExtension],
+  providers: [
+    UsersService,
+    // the partner-app sign-ins a password change, demotion or deletion ends (owned by the OAuth module)
+    OAuthArtifactsRepository,
+    AdminBootstrap,
+    UsersResolver,
+    AdminResolver,
+    UserAgeExtension,
+  ],
   exports: [UsersService],
 })
 export class UsersModule {}

@@ -1,8 +1,9 @@
+import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { hashPassword } from '../auth/passwords.js';
-import { Role } from '../auth/role.js';
+import { Role, roleAtLeast } from '../auth/role.js';
 import {
   Conflict,
   DomainError,
@@ -85,6 +86,7 @@ export class UsersService {
     private readonly events: EventsService,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly counters: CountersRepository,
+    private readonly oauthArtifacts: OAuthArtifactsRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -344,7 +346,9 @@ export class UsersService {
       if (entity.role === Role.ADMIN) {
         await this.requireAnotherAdmin(manager, id);
       }
-      await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
+      const deletedAt = nowIso();
+      await manager.update(UserEntity, { id }, { deletedAt, oauthValidAfter: deletedAt });
+      await this.oauthArtifacts.endSignIns(manager, id);
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       return current;
     });
@@ -420,6 +424,7 @@ export class UsersService {
         ? await hashPassword(input.password, this.config.passwordHashProfile)
         : null,
       tokensValidAfter: null,
+      oauthValidAfter: null,
       createdAt: now,
       updatedAt: now,
       deletedAt: null,
@@ -480,6 +485,15 @@ export class UsersService {
       changes.passwordHash = await hashPassword(patch.password, this.config.passwordHashProfile);
       changes.tokensValidAfter = changes.updatedAt;
       await this.refreshTokens.revokeUser(tx.manager, id);
+    }
+    if (
+      patch.password !== undefined ||
+      (changes.role !== undefined && !roleAtLeast(changes.role, entity.role))
+    ) {
+      // a new password or a demotion also ends the user's partner-app sign-ins: /oauth sessions,
+      // codes and refresh tokens go, access tokens issued before now are refused (the grants stay)
+      changes.oauthValidAfter = changes.updatedAt;
+      await this.oauthArtifacts.endSignIns(tx.manager, id);
     }
     await this.writeGuarded(() => tx.manager.update(UserEntity, { id }, changes));
     const updated = userFromEntity({ ...entity, ...changes });

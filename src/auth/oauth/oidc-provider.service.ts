@@ -214,7 +214,9 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
       rotateRefreshToken: true,
       extraTokenClaims: (_ctx, token) => {
         const grantId = (token as { grantId?: string }).grantId;
-        return grantId ? { [GRANT_CLAIM]: grantId } : undefined;
+        // `ims`: the issue time in milliseconds, against users.oauth_valid_after (a token issued in
+        // the same second as a password change is told apart)
+        return grantId ? { [GRANT_CLAIM]: grantId, ims: Date.now() } : undefined;
       },
       interactions: {
         url: (_ctx, interaction) => `/oauth/interaction/${interaction.uid}`,
