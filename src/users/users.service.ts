@@ -229,6 +229,7 @@ export class UsersService {
 
   async create(caller: Caller, input: CreateUserInput): Promise<User> {
     this.requireAdmin(caller, 'Only administrators can create users');
+    refuseAccountFieldsToApps(caller, 'create users');
     return this.db.transaction((tx) => this.insert(tx, input));
   }
 
@@ -336,6 +337,9 @@ export class UsersService {
         throw NotFound('User');
       }
       this.requireSelfOrAdmin(caller, id);
+      if (caller.method === 'oauth' && !caller.scopes?.includes('admin')) {
+        throw Forbidden('A partner app needs the admin scope to delete a user');
+      }
       if (entity.deletedAt !== null) {
         return undefined;
       }
@@ -397,6 +401,7 @@ export class UsersService {
     }
     if (op.op === 'create') {
       this.requireAdmin(caller, 'Only administrators can create users');
+      refuseAccountFieldsToApps(caller, 'create users');
       const input = await validateInput(CreateUserInput, op.data);
       return { op: 'create', status: 201, user: await this.insert(tx, input) };
     }
@@ -450,6 +455,7 @@ export class UsersService {
       throw NotFound('User');
     }
     this.requireSelfOrAdmin(caller, id);
+    partnerAppMayPatch(caller, patch, entity);
     if (patch.role !== undefined && patch.role !== entity.role && !isAdmin(caller)) {
       throw Forbidden('Only administrators can change a role');
     }
@@ -568,6 +574,39 @@ export class UsersService {
     if (!hasRole(caller, Role.USER) || caller.userId !== id) {
       throw Forbidden('You may only change your own user');
     }
+  }
+}
+
+/**
+ * What a partner app (an OAuth access token) may never do, whatever its scopes: set anyone's email,
+ * password or role, which creating a user does (docs/oauth.md "What each scope allows").
+ */
+function refuseAccountFieldsToApps(caller: Caller, what: string): void {
+  if (caller.method === 'oauth') {
+    throw Forbidden(`A partner app cannot ${what}: email, password and role stay first-party`);
+  }
+}
+
+/**
+ * A partner app's change to a user (docs/oauth.md): never an email, password or role (a PUT may
+ * repeat the current values); without the `admin` scope only the profile name (its token acts at
+ * USER rank, so only on its own user); with it also the age, of any user.
+ */
+function partnerAppMayPatch(caller: Caller, patch: PatchUserInput, current: UserEntity): void {
+  if (caller.method !== 'oauth') {
+    return;
+  }
+  const changes = (member: keyof PatchUserInput, value: unknown) =>
+    patch[member] !== undefined && patch[member] !== value;
+  if (
+    patch.password !== undefined ||
+    changes('email', current.email) ||
+    changes('role', current.role)
+  ) {
+    throw Forbidden('A partner app cannot change an email, password or role');
+  }
+  if (!caller.scopes?.includes('admin') && changes('age', current.age)) {
+    throw Forbidden('The users:write scope changes the profile name only');
   }
 }
 

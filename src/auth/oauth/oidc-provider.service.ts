@@ -192,7 +192,8 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
               throw new this.lib.errors.InvalidTarget();
             }
             return {
-              scope: API_SCOPES.join(' '),
+              // `email` too: a token shows the account's email only when it carries it
+              scope: [...API_SCOPES, 'email'].join(' '),
               audience: apiAudience,
               accessTokenTTL: ACCESS_TOKEN_TTL_S,
               accessTokenFormat: 'jwt',
