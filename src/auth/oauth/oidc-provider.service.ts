@@ -16,7 +16,7 @@ import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { ALL_SCOPES, API_SCOPES } from './oauth.scopes.js';
 import { offlineAccessConfiguration } from './offline-access.js';
 import { errorPage } from './oauth-pages.js';
-import { databaseAdapter } from './oidc-adapter.js';
+import { databaseAdapter, secretHashes } from './oidc-adapter.js';
 import { OIDC_LIBRARY, type OidcLibrary } from './oidc-library.js';
 
 export const ACCESS_TOKEN_TTL_S = 600;
@@ -93,8 +93,11 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
     // trust decision, so Koa may always read them (see oauth.routes.ts)
     this.provider.proxy = true;
     // secrets are stored as SHA-256: hash what the client presents and compare in constant time
-    const compare = (stored: string | undefined, presented: string): boolean =>
-      typeof stored === 'string' && sha256(presented) === stored;
+    // (during a rotation's overlap the previous secret's hash too, until it expires)
+    const compare = (stored: string | undefined, presented: string): boolean => {
+      const presentedHash = sha256(presented);
+      return secretHashes(stored).some((hash) => hash === presentedHash);
+    };
     (
       this.provider.Client.prototype as unknown as {
         compareClientSecret(this: { clientSecret?: string }, actual: string): boolean;
