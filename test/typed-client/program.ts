@@ -299,6 +299,16 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
     params: { path: { client_id: partner.client_id } },
   });
   expectStatus(revoked.response, 204, 'DELETE /oauth/grants/{client_id}');
+  const clientEdited = await api.PATCH('/api/v1/oauth/clients/{client_id}', {
+    params: { path: { client_id: partner.client_id } },
+    body: { name: 'Typed partner, renamed', logo_uri: 'https://partner.example/logo.png' },
+  });
+  expectStatus(clientEdited.response, 200, 'PATCH /oauth/clients/{client_id}');
+  const rotated = await api.POST('/api/v1/oauth/clients/{client_id}/secret', {
+    params: { path: { client_id: partner.client_id } },
+  });
+  expectStatus(rotated.response, 200, 'POST /oauth/clients/{client_id}/secret');
+  need(need(rotated.data, 'rotated secret').data.client_secret, 'the new client_secret');
   const clientDeleted = await api.DELETE('/api/v1/oauth/clients/{client_id}', {
     params: { path: { client_id: partner.client_id } },
   });
