@@ -84,6 +84,15 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
   });
   expectStatus(refreshed.response, 200, 'POST /auth/refresh');
   const tokens = need(refreshed.data, 'refreshed pair');
+  // a second sign-in, signed out again
+  const spare = need(
+    (await anonymous.POST('/api/v1/auth/token', { body: options.admin })).data,
+    'pair',
+  );
+  const signedOut = await anonymous.POST('/api/v1/auth/logout', {
+    body: { refresh_token: spare.refresh_token },
+  });
+  expectStatus(signedOut.response, 204, 'POST /auth/logout');
 
   const api = createClient<paths>({
     baseUrl: options.baseUrl,

@@ -8,11 +8,18 @@ import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
  * - `oauth_clients`: the consent page's branding (`logo_uri`, `client_uri`, `policy_uri`,
  *   `tos_uri`), `updated_at`, and the previous secret's hash with the time it stops working (a
  *   rotation keeps the old secret valid for OAUTH_SECRET_OVERLAP_S).
+ * - `refresh_tokens.grace_pair`: the pair a first-party refresh token was traded for, encrypted
+ *   with a key derived from that refresh token, so a second presentation within
+ *   REFRESH_REUSE_GRACE_S (two tabs refreshing at once) gets the same pair back.
  */
 export class PartnerApps1764400000021 implements MigrationInterface {
   name = 'PartnerApps1764400000021';
 
   async up(q: QueryRunner): Promise<void> {
+    await q.addColumn(
+      'refresh_tokens',
+      new TableColumn({ name: 'grace_pair', type: 'text', isNullable: true }),
+    );
     await q.addColumn(
       'users',
       new TableColumn({
@@ -55,5 +62,6 @@ export class PartnerApps1764400000021 implements MigrationInterface {
       await q.dropColumn('oauth_clients', name);
     }
     await q.dropColumn('users', 'oauth_valid_after');
+    await q.dropColumn('refresh_tokens', 'grace_pair');
   }
 }
