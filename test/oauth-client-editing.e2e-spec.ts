@@ -10,7 +10,6 @@ import {
   followToPageOrApp,
   registerClient,
   tokenRequest,
-  type RegisteredClient,
 } from './helpers/oauth.js';
 
 /** A client authentication check: revoking a made-up token answers 200 once the secret is right. */
