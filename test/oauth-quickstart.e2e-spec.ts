@@ -31,8 +31,8 @@ function quickStartBlocks(): Block[] {
   const end = doc.indexOf('\n## ', start + 1);
   const section = doc.slice(start, end);
   return [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map(([, lang, code]) => ({
-    lang: lang!,
-    code: code!,
+    lang: lang,
+    code: code,
   }));
 }
 
@@ -159,7 +159,11 @@ describe.skipIf(!browserTestsRun)('the docs/oauth.md quick start, run as written
     if (shot) {
       // the logo is loaded by the browser under the page's CSP (img-src https:)
       const logo = page.locator('img.app-logo');
-      await expect.poll(() => logo.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(64);
+      await expect
+        .poll(() =>
+          logo.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
+        )
+        .toBe(64);
       expect(await page.getByRole('link', { name: 'Privacy policy' }).getAttribute('href')).toBe(
         'https://invoices.acme.example/privacy',
       );
@@ -235,7 +239,7 @@ describe.skipIf(!browserTestsRun)('the docs/oauth.md quick start, run as written
 
     // the sample app, started as the page says, with the variables of the shell above
     const file = join(work, 'quickstart.mjs');
-    writeFileSync(file, js[0]!.code);
+    writeFileSync(file, js[0].code);
     const child = spawn(process.execPath, [file], {
       cwd: work,
       env: {
@@ -254,7 +258,7 @@ describe.skipIf(!browserTestsRun)('the docs/oauth.md quick start, run as written
     await expect
       .poll(() => /Open in a browser: (\S+)/.exec(out)?.[1], { timeout: 20_000 })
       .toBeTruthy();
-    const address = /Open in a browser: (\S+)/.exec(out)![1]!;
+    const address = /Open in a browser: (\S+)/.exec(out)![1];
     // the browser is still signed in; step 6 revoked the grant, so the person allows again
     await personAllows(page, address);
     await page.waitForURL(`${callback}**`);
