@@ -37,8 +37,8 @@ function documentedTable(): Map<string, string[]> {
     }
     const cells = /^\|\s*`([^`]+)`\s*\|\s*([^|]*)\|/.exec(line);
     if (cells) {
-      const scopes = [...cells[2]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
-      table.set(cells[1]!, scopes);
+      const scopes = [...cells[2].matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+      table.set(cells[1], scopes);
     }
   }
   return table;
@@ -53,7 +53,7 @@ function literal(type: GraphQLInputType): string {
     return `[${literal(type.ofType)}]`;
   }
   if (isEnumType(type)) {
-    return type.getValues()[0]!.name;
+    return type.getValues()[0].name;
   }
   if (isInputObjectType(type)) {
     const fields = Object.values(type.getFields()).filter((f) => isNonNullType(f.type));
