@@ -1,4 +1,4 @@
-import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Partner apps (docs/oauth.md):
@@ -11,57 +11,34 @@ import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
  * - `refresh_tokens.grace_pair`: the pair a first-party refresh token was traded for, encrypted
  *   with a key derived from that refresh token, so a second presentation within
  *   REFRESH_REUSE_GRACE_S (two tabs refreshing at once) gets the same pair back.
+ *
+ * Plain `ALTER TABLE ... ADD/DROP COLUMN` on both databases: TypeORM's addColumn rebuilds a SQLite
+ * table, which would drop the search-index triggers on `users` (1764300000019-search-index.ts).
  */
+const COLUMNS: [table: string, column: string, type: string][] = [
+  ['users', 'oauth_valid_after', 'varchar(24)'],
+  ['oauth_clients', 'logo_uri', 'varchar(2048)'],
+  ['oauth_clients', 'client_uri', 'varchar(2048)'],
+  ['oauth_clients', 'policy_uri', 'varchar(2048)'],
+  ['oauth_clients', 'tos_uri', 'varchar(2048)'],
+  ['oauth_clients', 'updated_at', 'varchar(24)'],
+  ['oauth_clients', 'previous_secret_hash', 'varchar(64)'],
+  ['oauth_clients', 'previous_secret_expires_at', 'varchar(24)'],
+  ['refresh_tokens', 'grace_pair', 'text'],
+];
+
 export class PartnerApps1764400000021 implements MigrationInterface {
   name = 'PartnerApps1764400000021';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.addColumn(
-      'refresh_tokens',
-      new TableColumn({ name: 'grace_pair', type: 'text', isNullable: true }),
-    );
-    await q.addColumn(
-      'users',
-      new TableColumn({
-        name: 'oauth_valid_after',
-        type: 'varchar',
-        length: '24',
-        isNullable: true,
-      }),
-    );
-    await q.addColumns('oauth_clients', [
-      ...['logo_uri', 'client_uri', 'policy_uri', 'tos_uri'].map(
-        (name) => new TableColumn({ name, type: 'varchar', length: '2048', isNullable: true }),
-      ),
-      new TableColumn({ name: 'updated_at', type: 'varchar', length: '24', isNullable: true }),
-      new TableColumn({
-        name: 'previous_secret_hash',
-        type: 'varchar',
-        length: '64',
-        isNullable: true,
-      }),
-      new TableColumn({
-        name: 'previous_secret_expires_at',
-        type: 'varchar',
-        length: '24',
-        isNullable: true,
-      }),
-    ]);
+    for (const [table, column, type] of COLUMNS) {
+      await q.query(`ALTER TABLE ${table} ADD COLUMN ${column} ${type} NULL`);
+    }
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const name of [
-      'previous_secret_expires_at',
-      'previous_secret_hash',
-      'updated_at',
-      'tos_uri',
-      'policy_uri',
-      'client_uri',
-      'logo_uri',
-    ]) {
-      await q.dropColumn('oauth_clients', name);
+    for (const [table, column] of [...COLUMNS].reverse()) {
+      await q.query(`ALTER TABLE ${table} DROP COLUMN ${column}`);
     }
-    await q.dropColumn('users', 'oauth_valid_after');
-    await q.dropColumn('refresh_tokens', 'grace_pair');
   }
 }
