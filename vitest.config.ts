@@ -14,6 +14,7 @@ export const SYSTEM_FILES = [
   'test/log-redaction.e2e-spec.ts',
   'test/graphql-ide-browser.e2e-spec.ts',
   'test/oauth-browser.e2e-spec.ts',
+  'test/oauth-quickstart.e2e-spec.ts',
   'test/db-connection-loss.e2e-spec.ts',
   'test/rate-limit-redis.e2e-spec.ts',
   'test/subscriptions-redis-outage.e2e-spec.ts',

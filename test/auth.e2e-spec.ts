@@ -18,7 +18,9 @@ describe('authentication', () => {
   let user: CreatedUser;
 
   beforeAll(async () => {
-    t = await startApp();
+    // no refresh reuse grace window here: a second presentation is a replay at once
+    // (test/refresh-grace.e2e-spec.ts covers the window)
+    t = await startApp({ REFRESH_REUSE_GRACE_S: '0' });
     admin = await adminClient(t.url);
     user = await createUser(t.url, { name: 'Tokened' });
   });

@@ -218,7 +218,7 @@ describe('OAuth credential rate limit', () => {
   });
   afterAll(() => t?.close());
 
-  it('counts wrong sign-ins (per address and account) and /oauth/token requests against the credential buckets', async () => {
+  it('counts wrong sign-ins (per address and account) against the credential buckets; a client that authenticates at /oauth/token is never refused by them', async () => {
     const admin = await adminClient(t.url);
     const partner = await registerClient(admin);
     const { browser, res, uid } = await openSignIn(t.url, partner);
@@ -231,9 +231,10 @@ describe('OAuth credential rate limit', () => {
     const a1 = await attempt(res.body); // a wrong password: the page again
     expect(a1.status).toBe(200);
     expect(a1.body).not.toContain('Too many sign-in attempts');
+    // an authenticated client's token request counts against its own budget (OAUTH_TOKEN_RATE_LIMIT)
     const token = await tokenRequest(t.url, partner, { grant_type: 'password' });
     expect(token.status).toBe(400);
-    expect(token.headers.get('ratelimit-limit')).toBe('4');
+    expect(token.headers.get('ratelimit-limit')).toBe('600');
     // AUTH_RATE_LIMIT=4: at most four wrong passwords at one account (and from one address) are
     // checked; the next attempt is 429 with Retry-After and a message on the page
     let page = a1;
@@ -247,9 +248,17 @@ describe('OAuth credential rate limit', () => {
     expect(tries).toBeLessThanOrEqual(5);
     expect(page.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(page.body).toContain('Too many sign-in attempts');
-    const blocked = await tokenRequest(t.url, partner, { grant_type: 'password' });
+    // the address's bucket is used up: a wrong client secret from it is 429, the right one still works
+    const blocked = await tokenRequest(
+      t.url,
+      { ...partner, client_secret: 'wrong-secret' },
+      { grant_type: 'password' },
+    );
     expect(blocked.status).toBe(429);
     expect(blocked.body.error).toBe('rate_limited');
     expect(blocked.headers.get('retry-after')).toMatch(/^\d+$/);
+    const right = await tokenRequest(t.url, partner, { grant_type: 'password' });
+    expect(right.status).toBe(400);
+    expect(right.body.error).toBe('unsupported_grant_type');
   });
 });

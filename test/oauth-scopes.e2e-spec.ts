@@ -20,6 +20,7 @@ describe('OAuth access tokens and scopes', () => {
     partner = await registerClient(admin, {
       scopes: [
         'openid',
+        'email',
         'users:read',
         'users:write',
         'orders:read',
@@ -50,7 +51,11 @@ describe('OAuth access tokens and scopes', () => {
       const asApp = client(t.url, { bearer: token });
       const read = await asApp.get(`/api/v1/users/${user.id}`);
       expect(read.status).toBe(200);
-      expect(read.body.data.email).toBe(user.email); // it acts as the user: own email visible
+      // it acts as the user, but the email needs the email scope
+      expect(read.body.data.email).toBeNull();
+      const withEmail = client(t.url, { bearer: await tokenFor('openid email users:read') });
+      expect((await withEmail.get(`/api/v1/users/${user.id}`)).body.data.email).toBe(user.email);
+      expect((await withEmail.get('/api/v1/auth/me')).body.data.email).toBe(user.email);
 
       const write = await asApp.patch(`/api/v1/users/${user.id}`, { name: 'Renamed by app' });
       expect(write.status).toBe(403);
@@ -64,6 +69,7 @@ describe('OAuth access tokens and scopes', () => {
       const me = await asApp.get('/api/v1/auth/me');
       expect(me.status).toBe(200);
       expect(me.body.data.auth.method).toBe('oauth');
+      expect(me.body.data.email).toBeNull();
       // nothing was written
       expect((await user.client.get(`/api/v1/users/${user.id}`)).body.data.name).not.toBe(
         'Renamed by app',
@@ -98,7 +104,7 @@ describe('OAuth access tokens and scopes', () => {
   });
 
   describe('GraphQL over HTTP', () => {
-    it('nulls a field the scopes do not cover, with FORBIDDEN and requiredScopes, and serves the rest', async () => {
+    it('refuses an operation selecting a field the scopes do not cover before it runs: FORBIDDEN, requiredScopes, no data', async () => {
       const token = await tokenFor('users:read');
       const body = await gql(
         t.url,
@@ -106,15 +112,28 @@ describe('OAuth access tokens and scopes', () => {
         `query($id: ID!) { me { id } user(id: $id) { id orders { totalCount } } }`,
         { id: user.id },
       );
-      expect(body.data?.me).toEqual({ id: user.id });
-      expect(body.data?.user).toBeNull();
-      const err = body.errors?.find((e) => (e as { path?: string[] }).path?.[0] === 'user') as
-        | { extensions?: { code?: string; requiredScopes?: string[] } }
-        | undefined;
-      expect(err?.extensions?.code).toBe('FORBIDDEN');
-      expect(err?.extensions?.requiredScopes).toEqual(
+      expect(body).not.toHaveProperty('data');
+      expect(body.errors).toHaveLength(1);
+      const err = body.errors![0] as { extensions?: { code?: string; requiredScopes?: string[] } };
+      expect(err.extensions?.code).toBe('FORBIDDEN');
+      expect(err.extensions?.requiredScopes).toEqual(
         expect.arrayContaining(['users:read', 'orders:read']),
       );
+      // under application/graphql-response+json the refusal is a 403
+      const strict = await fetch(`${t.url}/graphql`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+        },
+        body: JSON.stringify({ query: '{ me { id orders { totalCount } } }' }),
+      });
+      expect(strict.status).toBe(403);
+      expect(await strict.json()).not.toHaveProperty('data');
+      // the same operation within the scopes runs
+      const within = await gql(t.url, { bearer: token }, '{ me { id } }');
+      expect(within.data?.me).toEqual({ id: user.id });
     });
 
     it('reads the @auth of each object type the selection reaches: fragments and node(id:) too', async () => {
@@ -130,7 +149,7 @@ describe('OAuth access tokens and scopes', () => {
         `query($id: ID!) { user(id: $id) { ...F } } fragment F on User { orders { totalCount } }`,
         { id: user.id },
       );
-      expect(viaFragment.data?.user).toBeNull();
+      expect(viaFragment).not.toHaveProperty('data');
       expect(viaFragment.errors?.[0]?.extensions).toMatchObject({
         code: 'FORBIDDEN',
         requiredScopes: expect.arrayContaining(['orders:read']),
@@ -144,7 +163,7 @@ describe('OAuth access tokens and scopes', () => {
           id: order.body.data.id,
         },
       );
-      expect(viaNode.data?.node).toBeNull();
+      expect(viaNode).not.toHaveProperty('data');
       expect(viaNode.errors?.[0]?.extensions).toMatchObject({
         code: 'FORBIDDEN',
         requiredScopes: ['orders:read'],

@@ -304,6 +304,8 @@ describe('OpenAPI document (/api/docs-json)', () => {
       }
     }
     expect(empties.sort()).toEqual([
+      'PATCH /api/v1/oauth/clients/{client_id} redirect_uris',
+      'PATCH /api/v1/oauth/clients/{client_id} scopes',
       'POST /api/v1/oauth/clients redirect_uris',
       'POST /api/v1/oauth/clients scopes',
       'POST /api/v1/users/batch operations',

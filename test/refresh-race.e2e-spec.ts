@@ -43,7 +43,9 @@ describe('refresh tokens are single-use under concurrency', () => {
   let user: CreatedUser;
 
   beforeAll(async () => {
-    t = await startApp();
+    // without the reuse grace window (REFRESH_REUSE_GRACE_S=0): every second presentation is a replay
+    // (test/refresh-grace.e2e-spec.ts covers the window)
+    t = await startApp({ REFRESH_REUSE_GRACE_S: '0' });
     user = await createUser(t.url);
   });
   afterAll(async () => {
@@ -87,7 +89,7 @@ describe.skipIf(!usingPostgres)(
     let user: CreatedUser;
 
     beforeAll(async () => {
-      const env = { DATABASE_URL: freshDatabaseUrl() };
+      const env = { DATABASE_URL: freshDatabaseUrl(), REFRESH_REUSE_GRACE_S: '0' };
       a = await startApp(env);
       b = await startApp(env);
       user = await createUser(a.url);

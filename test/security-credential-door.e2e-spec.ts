@@ -261,6 +261,7 @@ describe('OpenAPI security requirements from @Authenticated', () => {
       const publicRoutes = new Set([
         'post /api/v1/auth/token',
         'post /api/v1/auth/refresh',
+        'post /api/v1/auth/logout',
         'post /api/v1/auth/register',
       ]);
       const expected = [{ bearer: [] }, { basic: [] }, { api_key: [] }, { api_key_query: [] }];

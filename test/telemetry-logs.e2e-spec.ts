@@ -164,6 +164,8 @@ describe('security events (LOG_LEVEL=warn)', () => {
         RATE_LIMIT: String(REQUESTS),
         AUTH_ACCOUNT_RATE_LIMIT: '2',
         WS_MAX_CONNECTIONS_PER_IDENTITY: '1',
+        // a second presentation of a refresh token is a reuse at once (no grace window)
+        REFRESH_REUSE_GRACE_S: '0',
       },
       { logDestination: log },
     );

@@ -4,7 +4,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { withEtag } from '../common/etag.js';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
 import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
-import { ApiBare, ApiDoc, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
+import {
+  ApiBare,
+  ApiDoc,
+  ApiNoContent,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
 import { PublicUrl } from '../common/public-url.js';
 import { RegisterInput } from '../users/dto/user.inputs.js';
 import { MeResponse, UserResponse } from '../users/dto/user.response.js';
@@ -91,6 +97,24 @@ export class AuthController {
       }
       throw err;
     }
+  }
+
+  /**
+   * Sign-out: the refresh token is the proof (a public route), and its whole family ends (every
+   * token rotated from that sign-in); the access tokens already issued lapse by themselves within
+   * JWT_ACCESS_TTL_S. An unknown, used or expired token changes nothing and is answered the same.
+   */
+  @Post('logout')
+  @Public()
+  @HttpCode(204)
+  @ApiDoc(
+    'Sign out: end the session of a refresh token',
+    'Revokes the refresh token and every token rotated from the same sign-in (used or not). Answers 204 whether or not the token was known, so nothing is learned from it; access tokens already issued expire by themselves (JWT_ACCESS_TTL_S).',
+  )
+  @ApiNoContent('Signed out (the family of this refresh token no longer exists)')
+  @ApiStandardErrors('public-write')
+  async logout(@Body() input: RefreshInput): Promise<void> {
+    await this.sessions.logout(input.refresh_token);
   }
 
   /** Self-service sign-up: always creates a USER. */

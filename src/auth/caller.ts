@@ -32,11 +32,13 @@ export function hasRole(caller: MaybeCaller, role: Role): caller is Caller {
 
 /**
  * The rate-limit identity of a caller: its user (password, JWT, and every API key of that user: keys
- * share their owner's budget, so more keys are not more requests) or its OAuth client.
+ * share their owner's budget, so more keys are not more requests), or for an OAuth access token the
+ * pair (client, user): one user of a partner app never spends another user's requests, GraphQL cost
+ * budget or WebSocket slots, and an app never spends its user's first-party budget.
  */
 export function identityOf(caller: Caller): string {
   if (caller.clientId) {
-    return `client:${caller.clientId}`;
+    return `client:${caller.clientId}:user:${caller.userId}`;
   }
   return `user:${caller.userId}`;
 }

@@ -53,6 +53,12 @@ export interface AppConfig {
   authAccountRateLimit: number;
   /** Failed credential checks per address per window past which no password is checked (default 10 x AUTH_RATE_LIMIT). */
   authAddressHardLimit: number;
+  /** Client-authenticated `/oauth/token` requests per OAuth client per minute (docs/rate-limits.md). */
+  oauthTokenRateLimit: number;
+  /** How long a rotated OAuth client secret keeps working next to the new one. */
+  oauthSecretOverlapS: number;
+  /** A first-party refresh token presented again within this many seconds returns the same new pair. */
+  refreshReuseGraceS: number;
   graphqlCostBudget: number;
   graphqlCostWindowS: number;
   wsMaxConnectionsPerIdentity: number;
@@ -298,6 +304,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       1,
       1_000_000_000,
     ),
+    oauthTokenRateLimit: int(env, 'OAUTH_TOKEN_RATE_LIMIT', 600, 1, 1_000_000_000),
+    oauthSecretOverlapS: int(env, 'OAUTH_SECRET_OVERLAP_S', 86_400, 0, 30 * 86_400),
+    refreshReuseGraceS: int(env, 'REFRESH_REUSE_GRACE_S', 10, 0, 300),
     graphqlCostBudget: int(env, 'GRAPHQL_COST_BUDGET', 10_000, 1, 1_000_000_000),
     graphqlCostWindowS: int(env, 'GRAPHQL_COST_WINDOW_S', 60, 1, 86_400),
     wsMaxConnectionsPerIdentity: int(env, 'WS_MAX_CONNECTIONS_PER_IDENTITY', 10, 1, 1_000_000),

@@ -46,17 +46,48 @@ export class RefreshTokensRepository {
     return result.records?.[0];
   }
 
-  /** The family of a token that was already used (a replay), or undefined. */
+  /** The family of a token that was already used (a replay), when it was used, or undefined. */
   async usedFamily(
     manager: EntityManager,
     tokenHash: string,
-  ): Promise<{ family: string; userId: string } | undefined> {
-    const rows = await manager.query<{ family_id: string | null; id: string; user_id: string }[]>(
-      `SELECT id, family_id, user_id FROM refresh_tokens WHERE token_hash = ${this.p(1)} AND used_at IS NOT NULL`,
+  ): Promise<{ family: string; userId: string; usedAt: string } | undefined> {
+    const rows = await manager.query<
+      { family_id: string | null; id: string; user_id: string; used_at: string }[]
+    >(
+      `SELECT id, family_id, user_id, used_at FROM refresh_tokens WHERE token_hash = ${this.p(1)} AND used_at IS NOT NULL`,
       [tokenHash],
     );
     const row = rows[0];
-    return row ? { family: row.family_id ?? row.id, userId: row.user_id } : undefined;
+    return row
+      ? { family: row.family_id ?? row.id, userId: row.user_id, usedAt: String(row.used_at) }
+      : undefined;
+  }
+
+  /** The family of a token, used or not (sign-out); undefined when it is unknown. */
+  async familyOf(manager: EntityManager, tokenHash: string): Promise<string | undefined> {
+    const rows = await manager.query<{ family_id: string | null; id: string }[]>(
+      `SELECT id, family_id FROM refresh_tokens WHERE token_hash = ${this.p(1)}`,
+      [tokenHash],
+    );
+    const row = rows[0];
+    return row ? (row.family_id ?? row.id) : undefined;
+  }
+
+  /** Keeps the (encrypted) pair a used token was traded for, for its reuse grace window. */
+  async keepGracePair(manager: EntityManager, tokenHash: string, sealed: string): Promise<void> {
+    await manager.query(
+      `UPDATE refresh_tokens SET grace_pair = ${this.p(1)} WHERE token_hash = ${this.p(2)}`,
+      [sealed, tokenHash],
+    );
+  }
+
+  /** The kept pair of a used token (undefined while the rotation has not stored it, or once gone). */
+  async gracePair(tokenHash: string): Promise<string | undefined> {
+    const rows = await this.db.query<{ grace_pair: string | null }>(
+      `SELECT grace_pair FROM refresh_tokens WHERE token_hash = ${this.p(1)} AND used_at IS NOT NULL`,
+      [tokenHash],
+    );
+    return rows[0]?.grace_pair ?? undefined;
   }
 
   async insert(

@@ -1,3 +1,4 @@
+import { operationScopeRefusal } from './directives/auth.directive.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
@@ -290,6 +291,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     }
     if (!caller && !isIntrospectionOnly(document, operation)) {
       return [authenticationRequired()];
+    }
+    const refusal = operationScopeRefusal(schema, document, operation, payload.variables, caller);
+    if (refusal) {
+      return [refusal];
     }
     let requested: number;
     try {

@@ -9,6 +9,7 @@ import {
 } from '@apollo/server';
 import { GraphQLError, OperationTypeNode } from 'graphql';
 import { operationCachePolicy } from './cache-policy.js';
+import { operationScopeRefusal } from './directives/auth.directive.js';
 import type { GqlContext } from './context.js';
 import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { formatGraphqlError } from './format-error.js';
@@ -82,6 +83,19 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
           (!rc.operation || !isIntrospectionOnly(rc.document, rc.operation))
         ) {
           throw authenticationRequired(strict ? 401 : 200);
+        }
+        // a partner app's operation outside its token's scopes is refused before it runs
+        const refusal =
+          rc.operation &&
+          operationScopeRefusal(
+            rc.schema,
+            rc.document,
+            rc.operation,
+            rc.request.variables,
+            rc.contextValue.caller,
+          );
+        if (refusal) {
+          throw withStatus(refusal, strict ? 403 : 200);
         }
         let requested: number;
         try {

@@ -29,6 +29,13 @@ export class UserEntity {
   @Column({ name: 'tokens_valid_after', type: 'varchar', length: 24, nullable: true })
   tokensValidAfter!: string | null;
 
+  /**
+   * Set by a password change, a demotion or a deletion: OAuth access tokens issued before it are
+   * refused (docs/oauth.md "When a user's sign-in ends").
+   */
+  @Column({ name: 'oauth_valid_after', type: 'varchar', length: 24, nullable: true })
+  oauthValidAfter!: string | null;
+
   @Column({ name: 'created_at', type: 'varchar', length: 24 })
   createdAt!: string;
 

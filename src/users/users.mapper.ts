@@ -26,8 +26,14 @@ export function userIdOfAdmin(adminId: string): string {
   return `${ID_PREFIXES.user}_${adminId.slice(ID_PREFIXES.admin.length + 1)}`;
 }
 
-/** Email visibility (docs/contract.md section 4): only the user themself and ADMINs see it. */
+/**
+ * Email visibility (docs/contract.md section 4): only the user themself and ADMINs see it; a
+ * partner app's token (OAuth) only when it also carries the `email` scope (docs/oauth.md).
+ */
 export function canSeeEmail(user: Pick<User, 'id'>, viewer: MaybeCaller): boolean {
+  if (viewer?.method === 'oauth' && !viewer.scopes?.includes('email')) {
+    return false;
+  }
   return viewer !== undefined && (viewer.userId === user.id || isAdmin(viewer));
 }
 

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';
@@ -15,6 +16,8 @@ import { UserAgeExtension } from './user-age.extension.js';
   providers: [
     UsersService,
     UsersRepository,
+    // the partner-app sign-ins a password change, demotion or deletion ends (owned by the OAuth module)
+    OAuthArtifactsRepository,
     AdminBootstrap,
     UsersResolver,
     AdminResolver,

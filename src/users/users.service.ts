@@ -1,8 +1,9 @@
+import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { hashPassword } from '../auth/passwords.js';
-import { Role } from '../auth/role.js';
+import { Role, roleAtLeast } from '../auth/role.js';
 import {
   Conflict,
   DomainError,
@@ -67,6 +68,7 @@ export class UsersService {
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly counters: CountersRepository,
     private readonly users: UsersRepository,
+    private readonly oauthArtifacts: OAuthArtifactsRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -155,6 +157,7 @@ export class UsersService {
 
   async create(caller: Caller, input: CreateUserInput): Promise<User> {
     this.requireAdmin(caller, 'Only administrators can create users');
+    refuseAccountFieldsToApps(caller, 'create users');
     return this.db.transaction((tx) => this.insert(tx, input));
   }
 
@@ -255,6 +258,9 @@ export class UsersService {
         throw NotFound('User');
       }
       this.requireSelfOrAdmin(caller, id);
+      if (caller.method === 'oauth' && !caller.scopes?.includes('admin')) {
+        throw Forbidden('A partner app needs the admin scope to delete a user');
+      }
       if (entity.deletedAt !== null) {
         return undefined;
       }
@@ -265,7 +271,9 @@ export class UsersService {
       if (entity.role === Role.ADMIN) {
         await this.requireAnotherAdmin(manager, id);
       }
-      await this.users.update(manager, id, { deletedAt: nowIso() });
+      const deletedAt = nowIso();
+      await this.users.update(manager, id, { deletedAt, oauthValidAfter: deletedAt });
+      await this.oauthArtifacts.endSignIns(manager, id);
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       return current;
     });
@@ -314,6 +322,7 @@ export class UsersService {
     }
     if (op.op === 'create') {
       this.requireAdmin(caller, 'Only administrators can create users');
+      refuseAccountFieldsToApps(caller, 'create users');
       const input = await validateInput(CreateUserInput, op.data);
       return { op: 'create', status: 201, user: await this.insert(tx, input) };
     }
@@ -341,6 +350,7 @@ export class UsersService {
         ? await hashPassword(input.password, this.config.passwordHashProfile)
         : null,
       tokensValidAfter: null,
+      oauthValidAfter: null,
       createdAt: now,
       updatedAt: now,
       deletedAt: null,
@@ -366,6 +376,7 @@ export class UsersService {
       throw NotFound('User');
     }
     this.requireSelfOrAdmin(caller, id);
+    partnerAppMayPatch(caller, patch, entity);
     if (patch.role !== undefined && patch.role !== entity.role && !isAdmin(caller)) {
       throw Forbidden('Only administrators can change a role');
     }
@@ -401,6 +412,15 @@ export class UsersService {
       changes.passwordHash = await hashPassword(patch.password, this.config.passwordHashProfile);
       changes.tokensValidAfter = changes.updatedAt;
       await this.refreshTokens.revokeUser(tx.manager, id);
+    }
+    if (
+      patch.password !== undefined ||
+      (changes.role !== undefined && !roleAtLeast(changes.role, entity.role))
+    ) {
+      // a new password or a demotion also ends the user's partner-app sign-ins: /oauth sessions,
+      // codes and refresh tokens go, access tokens issued before now are refused (the grants stay)
+      changes.oauthValidAfter = changes.updatedAt;
+      await this.oauthArtifacts.endSignIns(tx.manager, id);
     }
     await this.writeGuarded(() => this.users.update(tx.manager, id, changes));
     const updated = userFromEntity({ ...entity, ...changes });
@@ -449,6 +469,39 @@ export class UsersService {
     if (!hasRole(caller, Role.USER) || caller.userId !== id) {
       throw Forbidden('You may only change your own user');
     }
+  }
+}
+
+/**
+ * What a partner app (an OAuth access token) may never do, whatever its scopes: set anyone's email,
+ * password or role, which creating a user does (docs/oauth.md "What each scope allows").
+ */
+function refuseAccountFieldsToApps(caller: Caller, what: string): void {
+  if (caller.method === 'oauth') {
+    throw Forbidden(`A partner app cannot ${what}: email, password and role stay first-party`);
+  }
+}
+
+/**
+ * A partner app's change to a user (docs/oauth.md): never an email, password or role (a PUT may
+ * repeat the current values); without the `admin` scope only the profile name (its token acts at
+ * USER rank, so only on its own user); with it also the age, of any user.
+ */
+function partnerAppMayPatch(caller: Caller, patch: PatchUserInput, current: UserEntity): void {
+  if (caller.method !== 'oauth') {
+    return;
+  }
+  const changes = (member: keyof PatchUserInput, value: unknown) =>
+    patch[member] !== undefined && patch[member] !== value;
+  if (
+    patch.password !== undefined ||
+    changes('email', current.email) ||
+    changes('role', current.role)
+  ) {
+    throw Forbidden('A partner app cannot change an email, password or role');
+  }
+  if (!caller.scopes?.includes('admin') && changes('age', current.age)) {
+    throw Forbidden('The users:write scope changes the profile name only');
   }
 }
 

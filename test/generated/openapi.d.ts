@@ -84,6 +84,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/auth/logout': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign out: end the session of a refresh token
+     * @description Revokes the refresh token and every token rotated from the same sign-in (used or not). Answers 204 whether or not the token was known, so nothing is learned from it; access tokens already issued expire by themselves (JWT_ACCESS_TTL_S).
+     */
+    post: operations['AuthController_logout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/auth/register': {
     parameters: {
       query?: never;
@@ -430,6 +450,30 @@ export interface paths {
      * @description Revokes every grant, code and token it holds; its access tokens stop working at once.
      */
     delete: operations['OAuthClientsController_delete'];
+    options?: never;
+    head?: never;
+    /**
+     * Edit a partner app (ADMIN)
+     * @description Only the members sent change: `name`, `redirect_uris` and `scopes` replace the registered values; `logo_uri`, `client_uri`, `policy_uri`, `tos_uri` (https, shown on the consent page) are set, or removed with null. Scopes taken away end every refresh token, code and access token that carries one at once (the users’ grants stay; the app asks again).
+     */
+    patch: operations['OAuthClientsController_update'];
+    trace?: never;
+  };
+  '/api/v1/oauth/clients/{client_id}/secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate a partner app’s secret (ADMIN)
+     * @description A new `client_secret`, shown in this response only. The previous secret keeps working for OAUTH_SECRET_OVERLAP_S seconds (default 86400) so the app can be redeployed; only the two latest secrets ever work.
+     */
+    post: operations['OAuthClientsController_rotateSecret'];
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -1102,6 +1146,7 @@ export interface components {
         | 'posts:write'
         | 'messages:read'
         | 'messages:write'
+        | 'admin'
       )[];
       /**
        * @description A public client (no secret; PKCE only).
@@ -1109,10 +1154,37 @@ export interface components {
        */
       public: boolean;
       /**
+       * Format: uri
+       * @description Shown on the consent page
+       * @example https://app.acme.example/logo.png
+       */
+      logo_uri: string | null;
+      /**
+       * Format: uri
+       * @example https://app.acme.example
+       */
+      client_uri: string | null;
+      /**
+       * Format: uri
+       * @example https://app.acme.example/privacy
+       */
+      policy_uri: string | null;
+      /**
+       * Format: uri
+       * @example https://app.acme.example/terms
+       */
+      tos_uri: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-23T18:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @description Last edit or secret rotation (created_at until then)
+       * @example 2026-11-24T09:30:00.000Z
+       */
+      updated_at: string;
       /**
        * @description Confidential clients only; shown once.
        * @example acs_Jm2X1kQ9vB7nR4tW8yZ0pL3sD6fG5hK
@@ -1120,6 +1192,30 @@ export interface components {
       client_secret?: string;
     };
     CreateOAuthClientInput: {
+      /**
+       * Format: uri
+       * @description An https image shown on the consent page (loaded by the user’s browser); null removes it
+       * @example https://app.acme.example/logo.png
+       */
+      logo_uri?: string | null;
+      /**
+       * Format: uri
+       * @description The app’s home page (https), linked on the consent page; null removes it
+       * @example https://app.acme.example
+       */
+      client_uri?: string | null;
+      /**
+       * Format: uri
+       * @description The app’s privacy policy (https), linked on the consent page; null removes it
+       * @example https://app.acme.example/privacy
+       */
+      policy_uri?: string | null;
+      /**
+       * Format: uri
+       * @description The app’s terms of service (https), linked on the consent page; null removes it
+       * @example https://app.acme.example/terms
+       */
+      tos_uri?: string | null;
       /** @example Acme invoicing */
       name: string;
       /**
@@ -1151,6 +1247,7 @@ export interface components {
         | 'posts:write'
         | 'messages:read'
         | 'messages:write'
+        | 'admin'
       )[];
       /**
        * @description true: a public client (no secret: browser or native app); false: confidential
@@ -1188,6 +1285,7 @@ export interface components {
         | 'posts:write'
         | 'messages:read'
         | 'messages:write'
+        | 'admin'
       )[];
       /**
        * @description A public client (no secret; PKCE only).
@@ -1195,10 +1293,95 @@ export interface components {
        */
       public: boolean;
       /**
+       * Format: uri
+       * @description Shown on the consent page
+       * @example https://app.acme.example/logo.png
+       */
+      logo_uri: string | null;
+      /**
+       * Format: uri
+       * @example https://app.acme.example
+       */
+      client_uri: string | null;
+      /**
+       * Format: uri
+       * @example https://app.acme.example/privacy
+       */
+      policy_uri: string | null;
+      /**
+       * Format: uri
+       * @example https://app.acme.example/terms
+       */
+      tos_uri: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-23T18:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @description Last edit or secret rotation (created_at until then)
+       * @example 2026-11-24T09:30:00.000Z
+       */
+      updated_at: string;
+    };
+    UpdateOAuthClientInput: {
+      /**
+       * Format: uri
+       * @description An https image shown on the consent page (loaded by the user’s browser); null removes it
+       * @example https://app.acme.example/logo.png
+       */
+      logo_uri?: string | null;
+      /**
+       * Format: uri
+       * @description The app’s home page (https), linked on the consent page; null removes it
+       * @example https://app.acme.example
+       */
+      client_uri?: string | null;
+      /**
+       * Format: uri
+       * @description The app’s privacy policy (https), linked on the consent page; null removes it
+       * @example https://app.acme.example/privacy
+       */
+      policy_uri?: string | null;
+      /**
+       * Format: uri
+       * @description The app’s terms of service (https), linked on the consent page; null removes it
+       * @example https://app.acme.example/terms
+       */
+      tos_uri?: string | null;
+      /** @example Acme invoicing */
+      name?: string;
+      /**
+       * @description Replaces the registered list (same rules as on registration)
+       * @example [
+       *       "https://app.acme.example/callback",
+       *       "https://app.acme.example/callback2"
+       *     ]
+       */
+      redirect_uris?: string[];
+      /**
+       * @description Replaces the scopes the client may ask for
+       * @example [
+       *       "openid",
+       *       "users:read"
+       *     ]
+       */
+      scopes?: (
+        | 'openid'
+        | 'profile'
+        | 'email'
+        | 'offline_access'
+        | 'users:read'
+        | 'users:write'
+        | 'orders:read'
+        | 'orders:write'
+        | 'posts:read'
+        | 'posts:write'
+        | 'messages:read'
+        | 'messages:write'
+        | 'admin'
+      )[];
     };
     AuthorizedApp: {
       /** @example cli_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
@@ -1974,6 +2157,138 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description The body exceeds 1 MiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description The body is not JSON (`Content-Type: application/json`). */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnsupportedMediaTypeError'];
+        };
+      };
+      /** @description The body fails validation; `details` names each member and problem. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnprocessableEntityError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  AuthController_logout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RefreshInput'];
+      };
+    };
+    responses: {
+      /** @description Signed out (the family of this refresh token no longer exists) */
+      204: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
         };
       };
       /** @description The `Accept` header excludes application/json. */
@@ -7655,6 +7970,358 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  OAuthClientsController_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        client_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdateOAuthClientInput'];
+      };
+    };
+    responses: {
+      /** @description The resource */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['OAuthClient'];
+          };
+        };
+      };
+      /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such partner app */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description The body exceeds 1 MiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description The body is not JSON (`Content-Type: application/json`). */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnsupportedMediaTypeError'];
+        };
+      };
+      /** @description The body fails validation; `details` names each member and problem. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnprocessableEntityError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  OAuthClientsController_rotateSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        client_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The resource */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CreatedOAuthClient'];
+          };
+        };
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such partner app */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A public client has no secret to rotate. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConflictError'];
         };
       };
       /** @description A path segment exceeds 100 characters. */

@@ -79,7 +79,8 @@ export async function startApp(
     ...env,
   });
   const app = await createApp(config, options);
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  // an ephemeral port, unless `env.PORT` asks for one (a PUBLIC_URL naming the listener itself)
+  await app.listen({ port: env.PORT ? config.port : 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address() as { port: number };
   return { app, config, url: `http://127.0.0.1:${address.port}`, close: () => app.close() };
 }

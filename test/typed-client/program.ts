@@ -84,6 +84,15 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
   });
   expectStatus(refreshed.response, 200, 'POST /auth/refresh');
   const tokens = need(refreshed.data, 'refreshed pair');
+  // a second sign-in, signed out again
+  const spare = need(
+    (await anonymous.POST('/api/v1/auth/token', { body: options.admin })).data,
+    'pair',
+  );
+  const signedOut = await anonymous.POST('/api/v1/auth/logout', {
+    body: { refresh_token: spare.refresh_token },
+  });
+  expectStatus(signedOut.response, 204, 'POST /auth/logout');
 
   const api = createClient<paths>({
     baseUrl: options.baseUrl,
@@ -299,6 +308,16 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
     params: { path: { client_id: partner.client_id } },
   });
   expectStatus(revoked.response, 204, 'DELETE /oauth/grants/{client_id}');
+  const clientEdited = await api.PATCH('/api/v1/oauth/clients/{client_id}', {
+    params: { path: { client_id: partner.client_id } },
+    body: { name: 'Typed partner, renamed', logo_uri: 'https://partner.example/logo.png' },
+  });
+  expectStatus(clientEdited.response, 200, 'PATCH /oauth/clients/{client_id}');
+  const rotated = await api.POST('/api/v1/oauth/clients/{client_id}/secret', {
+    params: { path: { client_id: partner.client_id } },
+  });
+  expectStatus(rotated.response, 200, 'POST /oauth/clients/{client_id}/secret');
+  need(need(rotated.data, 'rotated secret').data.client_secret, 'the new client_secret');
   const clientDeleted = await api.DELETE('/api/v1/oauth/clients/{client_id}', {
     params: { path: { client_id: partner.client_id } },
   });

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { DatabaseService } from '../../database/database.service.js';
 
 /** What oidc-provider hands an adapter to store (the members this repository indexes). */
@@ -165,19 +166,69 @@ export class OAuthArtifactsRepository {
   }
 
   /**
-   * The per-request check of an OAuth access token: the role of its user when the grant it was
-   * issued under still exists (not revoked, not expired) for that user and the user is live.
-   * One primary-key lookup joined to the user row.
+   * Ends a user's sign-ins to `/oauth` and every token of their grants, in the caller's transaction
+   * (a password change, demotion or deletion): the browser sessions, pending interactions, codes
+   * and refresh tokens go; the grants (the consent) stay. Access tokens are stopped by
+   * `users.oauth_valid_after`, set in the same transaction.
    */
-  async liveGrantRole(grantId: string, userId: string): Promise<string | undefined> {
+  async endSignIns(manager: EntityManager, accountId: string): Promise<void> {
+    await manager.query(
+      `DELETE FROM oauth_artifacts WHERE account_id = ${this.p(1)} AND kind <> 'Grant'`,
+      [accountId],
+    );
+  }
+
+  /**
+   * The refresh tokens and codes of one client that carry any of `scopes` (the client's scopes were
+   * narrowed): deleted. Returns how many.
+   */
+  async revokeClientTokensWith(clientId: string, scopes: readonly string[]): Promise<number> {
     const p = this.p;
-    const rows = await this.db.query<{ role: string }>(
-      `SELECT u.role AS role FROM oauth_artifacts g JOIN users u ON u.id = g.account_id
+    const rows = await this.db.query<{ kind: string; id: string; payload: string }>(
+      `SELECT kind, id, payload FROM oauth_artifacts WHERE client_id = ${p(1)}
+         AND kind IN ('RefreshToken', 'AuthorizationCode')`,
+      [clientId],
+    );
+    const doomed = rows.filter((r) => {
+      const scope = (JSON.parse(r.payload) as { scope?: unknown }).scope;
+      return typeof scope === 'string' && scope.split(' ').some((s) => scopes.includes(s));
+    });
+    for (const row of doomed) {
+      await this.destroy(row.kind, row.id);
+    }
+    return doomed.length;
+  }
+
+  /**
+   * The per-request check of an OAuth access token: the role of its user, since when their OAuth
+   * tokens are valid, and the client's current scopes, when the grant it was issued under still exists (not revoked, not
+   * expired) for that user and the user is live. One primary-key lookup joined to the user and client rows.
+   */
+  async liveGrant(
+    grantId: string,
+    userId: string,
+  ): Promise<{ role: string; validAfter: string | null; clientScopes: string[] } | undefined> {
+    const p = this.p;
+    const rows = await this.db.query<{
+      role: string;
+      oauth_valid_after: string | null;
+      scopes: string;
+    }>(
+      `SELECT u.role AS role, u.oauth_valid_after AS oauth_valid_after, c.scopes AS scopes
+         FROM oauth_artifacts g JOIN users u ON u.id = g.account_id
+         JOIN oauth_clients c ON c.client_id = g.client_id
         WHERE g.kind = 'Grant' AND g.id = ${p(1)} AND g.account_id = ${p(2)}
           AND (g.expires_at IS NULL OR g.expires_at > ${p(3)}) AND u.deleted_at IS NULL`,
       [grantId, userId, Date.now()],
     );
-    return rows[0]?.role;
+    const row = rows[0];
+    return (
+      row && {
+        role: row.role,
+        validAfter: row.oauth_valid_after,
+        clientScopes: row.scopes === '' ? [] : row.scopes.split(' '),
+      }
+    );
   }
 
   async purgeExpired(): Promise<void> {

@@ -5,6 +5,7 @@ import {
   Get,
   HttpCode,
   Param,
+  Patch,
   Post,
   Query,
   Req,
@@ -23,7 +24,7 @@ import { PublicUrl } from '../../common/public-url.js';
 import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
 import type { Caller } from '../caller.js';
 import { Role } from '../role.js';
-import { CreateOAuthClientInput } from './oauth-client.inputs.js';
+import { CreateOAuthClientInput, UpdateOAuthClientInput } from './oauth-client.inputs.js';
 import { OAUTH_CLIENT_LIST_SPEC, OAuthClientsService } from './oauth-clients.service.js';
 import { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
 
@@ -81,6 +82,45 @@ export class OAuthClientsController {
   @ApiStandardErrors('authenticated', { notFound: 'No such partner app' })
   async get(@CurrentCaller() caller: Caller, @Param('client_id') clientId: string) {
     return { data: await this.clients.get(caller, clientId) };
+  }
+
+  @Patch(':client_id')
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
+  @ApiOperation({
+    summary: 'Edit a partner app (ADMIN)',
+    description:
+      'Only the members sent change: `name`, `redirect_uris` and `scopes` replace the registered values; `logo_uri`, `client_uri`, `policy_uri`, `tos_uri` (https, shown on the consent page) are set, or removed with null. Scopes taken away end every refresh token, code and access token that carries one at once (the users\u2019 grants stay; the app asks again).',
+  })
+  @ApiSingle(OAuthClientResponse)
+  @ApiStandardErrors('authenticated-write', { notFound: 'No such partner app' })
+  async update(
+    @CurrentCaller() caller: Caller,
+    @Param('client_id') clientId: string,
+    @Body() input: UpdateOAuthClientInput,
+  ) {
+    return { data: await this.clients.update(caller, clientId, input) };
+  }
+
+  @Post(':client_id/secret')
+  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Rotate a partner app\u2019s secret (ADMIN)',
+    description:
+      'A new `client_secret`, shown in this response only. The previous secret keeps working for OAUTH_SECRET_OVERLAP_S seconds (default 86400) so the app can be redeployed; only the two latest secrets ever work.',
+  })
+  @ApiSingle(CreatedOAuthClientResponse)
+  @ApiStandardErrors('authenticated', {
+    notFound: 'No such partner app',
+    conflict: 'A public client has no secret to rotate.',
+  })
+  async rotateSecret(
+    @CurrentCaller() caller: Caller,
+    @Param('client_id') clientId: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    void reply.header('Cache-Control', 'no-store');
+    return { data: await this.clients.rotateSecret(caller, clientId) };
   }
 
   @Delete(':client_id')

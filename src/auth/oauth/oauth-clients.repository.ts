@@ -13,6 +13,15 @@ export interface OAuthClientRecord {
   secretHash: string | null;
   createdBy: string;
   createdAt: string;
+  /** The consent page's branding: an https logo and links (null: none). */
+  logoUri: string | null;
+  clientUri: string | null;
+  policyUri: string | null;
+  tosUri: string | null;
+  updatedAt: string | null;
+  /** The secret before the last rotation (SHA-256) and when it stops working. */
+  previousSecretHash: string | null;
+  previousSecretExpiresAt: string | null;
 }
 
 interface ClientRow {
@@ -24,10 +33,18 @@ interface ClientRow {
   secret_hash: string | null;
   created_by: string;
   created_at: string;
+  logo_uri: string | null;
+  client_uri: string | null;
+  policy_uri: string | null;
+  tos_uri: string | null;
+  updated_at: string | null;
+  previous_secret_hash: string | null;
+  previous_secret_expires_at: string | null;
 }
 
 const COLUMNS =
-  'client_id, name, redirect_uris, scopes, is_public, secret_hash, created_by, created_at';
+  'client_id, name, redirect_uris, scopes, is_public, secret_hash, created_by, created_at, ' +
+  'logo_uri, client_uri, policy_uri, tos_uri, updated_at, previous_secret_hash, previous_secret_expires_at';
 
 function toRecord(row: ClientRow): OAuthClientRecord {
   return {
@@ -39,6 +56,13 @@ function toRecord(row: ClientRow): OAuthClientRecord {
     secretHash: row.secret_hash,
     createdBy: row.created_by,
     createdAt: row.created_at,
+    logoUri: row.logo_uri,
+    clientUri: row.client_uri,
+    policyUri: row.policy_uri,
+    tosUri: row.tos_uri,
+    updatedAt: row.updated_at,
+    previousSecretHash: row.previous_secret_hash,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
   };
 }
 
@@ -52,7 +76,8 @@ export class OAuthClientsRepository {
     await this.db.transaction(({ manager }) =>
       manager.query(
         `INSERT INTO oauth_clients (${COLUMNS})
-         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)})`,
+         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)},
+           ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}, ${p(13)}, ${p(14)}, ${p(15)})`,
         [
           client.clientId,
           client.name,
@@ -62,9 +87,48 @@ export class OAuthClientsRepository {
           client.secretHash,
           client.createdBy,
           client.createdAt,
+          client.logoUri,
+          client.clientUri,
+          client.policyUri,
+          client.tosUri,
+          client.updatedAt,
+          client.previousSecretHash,
+          client.previousSecretExpiresAt,
         ],
       ),
     );
+  }
+
+  /** Writes every editable member of a registered client back (PATCH, secret rotation). */
+  async update(client: OAuthClientRecord): Promise<boolean> {
+    const p = (n: number) => this.db.p(n);
+    const rows = await this.db.transaction(({ manager }) =>
+      manager.query(
+        `UPDATE oauth_clients SET name = ${p(1)}, redirect_uris = ${p(2)}, scopes = ${p(3)},
+           logo_uri = ${p(4)}, client_uri = ${p(5)}, policy_uri = ${p(6)}, tos_uri = ${p(7)},
+           updated_at = ${p(8)}, secret_hash = ${p(9)}, previous_secret_hash = ${p(10)},
+           previous_secret_expires_at = ${p(11)}
+         WHERE client_id = ${p(12)} RETURNING client_id`,
+        [
+          client.name,
+          JSON.stringify(client.redirectUris),
+          client.scopes.join(' '),
+          client.logoUri,
+          client.clientUri,
+          client.policyUri,
+          client.tosUri,
+          client.updatedAt,
+          client.secretHash,
+          client.previousSecretHash,
+          client.previousSecretExpiresAt,
+          client.clientId,
+        ],
+      ),
+    );
+    // PostgreSQL answers an UPDATE ... RETURNING with [rows, count] through TypeORM
+    const list: unknown[] =
+      Array.isArray(rows) && Array.isArray(rows[0]) ? (rows[0] as unknown[]) : (rows as unknown[]);
+    return list.length > 0;
   }
 
   async find(clientId: string): Promise<OAuthClientRecord | undefined> {

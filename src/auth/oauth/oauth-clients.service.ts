@@ -1,12 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import { ulid } from 'ulid';
-import { Forbidden, NotFound, ValidationFailed, type ErrorDetail } from '../../common/errors.js';
+import {
+  Conflict,
+  Forbidden,
+  NotFound,
+  ValidationFailed,
+  type ErrorDetail,
+} from '../../common/errors.js';
 import { nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { isAdmin, type Caller } from '../caller.js';
 import { sha256 } from '../token.service.js';
-import type { CreateOAuthClientInput } from './oauth-client.inputs.js';
+import type {
+  CreateOAuthClientInput,
+  OAuthClientBranding,
+  UpdateOAuthClientInput,
+} from './oauth-client.inputs.js';
 import type { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import { OAuthClientsRepository, type OAuthClientRecord } from './oauth-clients.repository.js';
@@ -52,8 +63,55 @@ export function toClientBody(client: OAuthClientRecord): OAuthClientBody {
     redirect_uris: client.redirectUris,
     scopes: client.scopes,
     public: client.isPublic,
+    logo_uri: client.logoUri,
+    client_uri: client.clientUri,
+    policy_uri: client.policyUri,
+    tos_uri: client.tosUri,
     created_at: client.createdAt,
+    updated_at: client.updatedAt ?? client.createdAt,
   };
+}
+
+const BRANDING = ['logo_uri', 'client_uri', 'policy_uri', 'tos_uri'] as const;
+
+/** Why a branding URL is refused: it must be an absolute https URL without user information. */
+function brandingUriProblem(raw: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute https URL';
+  }
+  if (url.protocol !== 'https:') {
+    return 'must use https';
+  }
+  if (url.username || url.password) {
+    return 'must not contain user information';
+  }
+  return undefined;
+}
+
+function redirectUriDetails(uris: readonly string[], details: ErrorDetail[]): void {
+  uris.forEach((uri, i) => {
+    const problem = redirectUriProblem(uri);
+    if (problem) {
+      details.push({ field: `redirect_uris.${i}`, message: `redirect_uris.${i} ${problem}` });
+    }
+  });
+}
+
+function brandingDetails(input: OAuthClientBranding, details: ErrorDetail[]): void {
+  for (const member of BRANDING) {
+    const value = input[member];
+    const problem = typeof value === 'string' ? brandingUriProblem(value) : undefined;
+    if (problem) {
+      details.push({ field: member, message: `${member} ${problem}` });
+    }
+  }
+}
+
+function newSecret(): string {
+  return `acs_${randomBytes(32).toString('base64url')}`;
 }
 
 /**
@@ -64,6 +122,7 @@ export function toClientBody(client: OAuthClientRecord): OAuthClientBody {
 @Injectable()
 export class OAuthClientsService {
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly clients: OAuthClientsRepository,
     private readonly artifacts: OAuthArtifactsRepository,
   ) {}
@@ -77,17 +136,13 @@ export class OAuthClientsService {
   async create(caller: Caller, input: CreateOAuthClientInput): Promise<CreatedOAuthClientResponse> {
     this.assertAdmin(caller);
     const details: ErrorDetail[] = [];
-    input.redirect_uris.forEach((uri, i) => {
-      const problem = redirectUriProblem(uri);
-      if (problem) {
-        details.push({ field: `redirect_uris.${i}`, message: `redirect_uris.${i} ${problem}` });
-      }
-    });
+    redirectUriDetails(input.redirect_uris, details);
+    brandingDetails(input, details);
     if (details.length > 0) {
       throw ValidationFailed(details);
     }
     const isPublic = input.public ?? false;
-    const secret = isPublic ? undefined : `acs_${randomBytes(32).toString('base64url')}`;
+    const secret = isPublic ? undefined : newSecret();
     const record: OAuthClientRecord = {
       clientId: `cli_${ulid()}`,
       name: input.name,
@@ -97,6 +152,13 @@ export class OAuthClientsService {
       secretHash: secret ? sha256(secret) : null,
       createdBy: caller.userId,
       createdAt: nowIso(),
+      logoUri: input.logo_uri ?? null,
+      clientUri: input.client_uri ?? null,
+      policyUri: input.policy_uri ?? null,
+      tosUri: input.tos_uri ?? null,
+      updatedAt: null,
+      previousSecretHash: null,
+      previousSecretExpiresAt: null,
     };
     await this.clients.insert(record);
     return { ...toClientBody(record), ...(secret ? { client_secret: secret } : {}) };
@@ -116,6 +178,87 @@ export class OAuthClientsService {
       throw NotFound('OAuth client');
     }
     return toClientBody(client);
+  }
+
+  private async found(clientId: string): Promise<OAuthClientRecord> {
+    const client = await this.clients.find(clientId);
+    if (!client) {
+      throw NotFound('OAuth client');
+    }
+    return client;
+  }
+
+  /**
+   * PATCH: the members sent replace the registered ones (a branding member set to null is
+   * removed). Scopes dropped from the client end every refresh token and code that carries one, and
+   * its access tokens carrying one are refused from now on (oauth-token.verifier.ts); grants stay.
+   */
+  async update(
+    caller: Caller,
+    clientId: string,
+    input: UpdateOAuthClientInput,
+  ): Promise<OAuthClientBody> {
+    this.assertAdmin(caller);
+    const client = await this.found(clientId);
+    const details: ErrorDetail[] = [];
+    for (const member of ['name', 'redirect_uris', 'scopes'] as const) {
+      if (input[member] === null) {
+        details.push({ field: member, message: `${member} cannot be null` });
+      }
+    }
+    if (input.redirect_uris) {
+      redirectUriDetails(input.redirect_uris, details);
+    }
+    brandingDetails(input, details);
+    if (details.length > 0) {
+      throw ValidationFailed(details);
+    }
+    const updated: OAuthClientRecord = {
+      ...client,
+      name: input.name ?? client.name,
+      redirectUris: input.redirect_uris ? [...new Set(input.redirect_uris)] : client.redirectUris,
+      scopes: input.scopes ? [...new Set(input.scopes)] : client.scopes,
+      logoUri: input.logo_uri === undefined ? client.logoUri : input.logo_uri,
+      clientUri: input.client_uri === undefined ? client.clientUri : input.client_uri,
+      policyUri: input.policy_uri === undefined ? client.policyUri : input.policy_uri,
+      tosUri: input.tos_uri === undefined ? client.tosUri : input.tos_uri,
+      updatedAt: nowIso(),
+    };
+    if (!(await this.clients.update(updated))) {
+      throw NotFound('OAuth client');
+    }
+    const dropped = client.scopes.filter((s) => !updated.scopes.includes(s));
+    if (dropped.length > 0) {
+      await this.artifacts.revokeClientTokensWith(clientId, dropped);
+    }
+    return toClientBody(updated);
+  }
+
+  /**
+   * A new secret for a confidential client, shown in this answer only. The previous one keeps
+   * working for OAUTH_SECRET_OVERLAP_S (a secret rotated before that window ended stops at once: at
+   * most two secrets work at a time). A public client has no secret: 409.
+   */
+  async rotateSecret(caller: Caller, clientId: string): Promise<CreatedOAuthClientResponse> {
+    this.assertAdmin(caller);
+    const client = await this.found(clientId);
+    if (client.isPublic || client.secretHash === null) {
+      throw Conflict('A public client has no secret to rotate');
+    }
+    const secret = newSecret();
+    const overlapS = this.config.oauthSecretOverlapS;
+    const updated: OAuthClientRecord = {
+      ...client,
+      secretHash: sha256(secret),
+      previousSecretHash: overlapS > 0 ? client.secretHash : null,
+      previousSecretExpiresAt:
+        overlapS > 0 ? new Date(Date.now() + overlapS * 1000).toISOString() : null,
+      updatedAt: nowIso(),
+    };
+    if (!(await this.clients.update(updated))) {
+      throw NotFound('OAuth client');
+    }
+    return { ...toClientBody(updated), client_secret: secret };
   }
 
   /** Idempotent: deleting an unknown or already deleted client is a no-op. */

@@ -122,10 +122,15 @@ export class OAuthInteractionsService {
       : undefined;
     const scope = details.params.scope;
     const requested = (typeof scope === 'string' ? scope : '').split(' ').filter((s) => s !== '');
+    const client = await this.provider.Client.find(String(details.params.client_id));
     return consentPage({
       uid: details.uid,
       csrf: this.csrfFor(details.uid),
-      clientName: await this.clientName(details),
+      clientName: client?.clientName ?? String(details.params.client_id),
+      logoUri: client?.logoUri,
+      clientUri: client?.clientUri,
+      policyUri: client?.policyUri,
+      tosUri: client?.tosUri,
       clientId: String(details.params.client_id),
       userLabel: user ? (user.email ?? user.name) : 'unknown user',
       scopes: requested,

@@ -19,14 +19,14 @@ export function escapeHtml(value: string | number | undefined): string {
 }
 
 /**
- * The pages' headers: a strict CSP (own stylesheet only, no scripts, never framed) and no
- * Referer leaks. `formTargets` are the origins a form may end up at: Chrome applies form-action to
+ * The pages' headers: a strict CSP (own stylesheet only, no scripts, never framed; images from
+ * the page itself or any `https` address: a partner app's logo) and no Referer leaks. `formTargets` are the origins a form may end up at: Chrome applies form-action to
  * the redirects that follow a submission, which end at the partner's redirect URI.
  */
 export function pageHeaders(formTargets: string[] = []): Record<string, string> {
   const formAction = ["'self'", ...formTargets].join(' ');
   return {
-    'Content-Security-Policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+    'Content-Security-Policy': `default-src 'none'; style-src 'self'; img-src 'self' https:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
     'Referrer-Policy': 'no-referrer',
     'X-Frame-Options': 'DENY',
     'X-Content-Type-Options': 'nosniff',
@@ -98,16 +98,39 @@ export interface ConsentView {
   userLabel: string;
   scopes: string[];
   formTargets: string[];
+  /** The app's registered branding: an `https` logo and links (all optional). */
+  logoUri?: string | null;
+  clientUri?: string | null;
+  policyUri?: string | null;
+  tosUri?: string | null;
+}
+
+/** The app's links under its name, each opened in place of the page (no Referer is sent). */
+function brandLinks(view: ConsentView): string {
+  const candidates: [string | null | undefined, string][] = [
+    [view.clientUri, 'Website'],
+    [view.policyUri, 'Privacy policy'],
+    [view.tosUri, 'Terms of service'],
+  ];
+  const links = candidates
+    .filter((l): l is [string, string] => typeof l[0] === 'string' && l[0] !== '')
+    .map(([href, words]) => `<a href="${escapeHtml(href)}" rel="noopener noreferrer">${words}</a>`);
+  return links.length ? `<p class="app-links">${links.join(' · ')}</p>` : '';
 }
 
 export function consentPage(view: ConsentView): Page {
   const items = view.scopes
-    .map(
-      (s) =>
-        `<li><span class="scope-words">${escapeHtml(SCOPE_WORDS[s] ?? s)}</span> <code>${escapeHtml(s)}</code></li>`,
+    .map((s) =>
+      s === 'admin'
+        ? `<li class="warning" role="alert"><span class="scope-words"><strong>Warning:</strong> ${escapeHtml(SCOPE_WORDS[s])}</span> <code>${escapeHtml(s)}</code></li>`
+        : `<li><span class="scope-words">${escapeHtml(SCOPE_WORDS[s] ?? s)}</span> <code>${escapeHtml(s)}</code></li>`,
     )
     .join('\n');
-  const body = `<h1>Allow ${escapeHtml(view.clientName)}?</h1>
+  const logo = view.logoUri
+    ? `<img class="app-logo" src="${escapeHtml(view.logoUri)}" alt="${escapeHtml(view.clientName)} logo" width="64" height="64">\n`
+    : '';
+  const body = `${logo}<h1>Allow ${escapeHtml(view.clientName)}?</h1>
+${brandLinks(view)}
 <p class="lead"><strong>${escapeHtml(view.clientName)}</strong> wants to use your Atrium account
 <span class="who">(${escapeHtml(view.userLabel)})</span> to:</p>
 <ul class="scopes">
@@ -170,6 +193,9 @@ button{font:inherit;cursor:pointer;border-radius:8px;min-height:48px;padding:10p
 .scopes li:last-child{border-bottom:none}
 .scopes code{display:block;font-size:.8rem;color:#5b6570}
 .scope-words{display:block}
+.scopes li.warning{background:#fff4e5;border-left:4px solid #c25e00;padding-left:10px;color:#7a3b00}
+.app-logo{display:block;width:64px;height:64px;object-fit:contain;border-radius:12px;margin:0 0 8px}
+.app-links{margin:-4px 0 12px;font-size:.9rem}
 .note{font-size:.9rem;color:#3d4650;margin:0}
 .actions{display:flex;gap:12px}
 .actions form{flex:1}

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import jwt from 'jsonwebtoken';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import type { Caller } from '../caller.js';
-import { isRole } from '../role.js';
+import { isRole, lowerRole, Role } from '../role.js';
 import { TokenService } from '../token.service.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 
@@ -14,6 +14,8 @@ export interface OAuthAccessClaims {
   /** The grant the token was issued under (checked on every request). */
   gid: string;
   exp: number;
+  /** When it was issued, in milliseconds (`ims`; older tokens: `iat` in seconds). */
+  issuedAtMs: number;
 }
 
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -79,14 +81,15 @@ export class OAuthTokenVerifier {
       return undefined;
     }
     const typ = decoded.header.typ;
-    const p = decoded.payload as Partial<OAuthAccessClaims>;
+    const p = decoded.payload as Partial<OAuthAccessClaims> & { iat?: number; ims?: number };
     if (
       typeof typ !== 'string' ||
       !/^(application\/)?at\+jwt$/i.test(typ) ||
       typeof p.exp !== 'number' ||
       typeof p.sub !== 'string' ||
       typeof p.client_id !== 'string' ||
-      typeof p.gid !== 'string'
+      typeof p.gid !== 'string' ||
+      typeof p.iat !== 'number'
     ) {
       return undefined;
     }
@@ -96,6 +99,7 @@ export class OAuthTokenVerifier {
       scope: typeof p.scope === 'string' ? p.scope : '',
       gid: p.gid,
       exp: p.exp,
+      issuedAtMs: typeof p.ims === 'number' ? p.ims : p.iat * 1000,
     };
     if (this.verified.size >= VERIFIED_CACHE_SIZE) {
       this.verified.delete(this.verified.keys().next().value as string);
@@ -110,17 +114,33 @@ export class OAuthTokenVerifier {
     if (!claims) {
       return undefined;
     }
-    const role = await this.artifacts.liveGrantRole(claims.gid, claims.sub);
-    if (!isRole(role)) {
+    const grant = await this.artifacts.liveGrant(claims.gid, claims.sub);
+    if (!grant || !isRole(grant.role)) {
       return undefined;
     }
-    const caller: Caller = {
+    // a password change, demotion or deletion since it was issued ends it
+    if (grant.validAfter !== null && claims.issuedAtMs < Date.parse(grant.validAfter)) {
+      return undefined;
+    }
+    const scopes = claims.scope.split(' ').filter((s) => s !== '');
+    // a scope the client no longer has (its registration was narrowed) ends the token
+    if (scopes.some((s) => !grant.clientScopes.includes(s))) {
+      return undefined;
+    }
+    return {
       userId: claims.sub,
-      role,
+      role: oauthRole(grant.role, scopes),
       method: 'oauth',
       clientId: claims.client_id,
-      scopes: claims.scope.split(' ').filter((s) => s !== ''),
+      scopes,
     };
-    return caller;
   }
+}
+
+/**
+ * The rank an OAuth access token acts at: its user's role, at most USER unless the token carries
+ * the `admin` scope (an ADMIN's token without it is a USER's).
+ */
+export function oauthRole(role: Role, scopes: readonly string[]): Role {
+  return scopes.includes('admin') ? role : lowerRole(role, Role.USER);
 }

@@ -23,11 +23,54 @@ export class OAuthClientResponse {
   @ApiProperty({ example: false, description: 'A public client (no secret; PKCE only).' })
   public!: boolean;
 
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    format: 'uri',
+    example: 'https://app.acme.example/logo.png',
+    description: 'Shown on the consent page',
+  })
+  logo_uri!: string | null;
+
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    format: 'uri',
+    example: 'https://app.acme.example',
+  })
+  client_uri!: string | null;
+
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    format: 'uri',
+    example: 'https://app.acme.example/privacy',
+  })
+  policy_uri!: string | null;
+
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    format: 'uri',
+    example: 'https://app.acme.example/terms',
+  })
+  tos_uri!: string | null;
+
   @ApiProperty({ format: 'date-time', example: '2026-11-23T18:00:00.000Z' })
   created_at!: string;
+
+  @ApiProperty({
+    format: 'date-time',
+    example: '2026-11-24T09:30:00.000Z',
+    description: 'Last edit or secret rotation (created_at until then)',
+  })
+  updated_at!: string;
 }
 
-/** `POST /oauth/clients`: a confidential client's secret is in this response only. */
+/**
+ * `POST /oauth/clients` and `POST /oauth/clients/{client_id}/secret`: a confidential client's
+ * secret is in this response only.
+ */
 @ApiSchema({ name: 'CreatedOAuthClient' })
 export class CreatedOAuthClientResponse extends OAuthClientResponse {
   @ApiPropertyOptional({

@@ -2,15 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
-import {
-  BUCKET_AUTH,
-  RateLimitService,
-  replySink,
-  secondsUntil,
-  writeRateLimitHeaders,
-} from '../../rate-limit/rate-limit.service.js';
+import { RateLimitService } from '../../rate-limit/rate-limit.service.js';
 import { CredentialAttempts } from '../credential-attempts.js';
-import { refusedByRequestLimit, revocationFailureLimit } from './oauth-limits.js';
+import { refusedByRequestLimit, tokenEndpointLimits } from './oauth-limits.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
 import { STYLESHEET, STYLESHEET_PATH } from './oauth-pages.js';
 import { inProviderContext } from './oidc-library.js';
@@ -41,9 +35,10 @@ function forwardedView(publicUrl: string): (req: FastifyRequest) => void {
 /**
  * Mounts the authorization server at /oauth on the Fastify instance (outside Nest's /api/v1
  * routing and guards): the sign-in/consent pages and their stylesheet, and oidc-provider's own
- * endpoints (discovery, authorize, token, JWKS, revocation, userinfo). `/oauth/token` counts
- * against the per-address credential bucket, and so does a failed client authentication at the
- * revocation endpoint; `/oauth/auth` and the pages count in the address's request limit
+ * endpoints (discovery, authorize, token, JWKS, revocation, userinfo). A failed client
+ * authentication at `/oauth/token` or the revocation endpoint counts against the address's
+ * credential bucket and the client's failure bucket, an authenticated one against the client's
+ * token-request budget; `/oauth/auth` and the pages count in the address's request limit
  * (oauth-limits.ts, docs/rate-limits.md).
  */
 export function registerOAuthRoutes(app: NestFastifyApplication): void {
@@ -99,9 +94,9 @@ export function registerOAuthRoutes(app: NestFastifyApplication): void {
     // oidc-provider reads the body stream itself: leave it unread here
     server.removeAllContentTypeParsers();
     server.addContentTypeParser('*', (_req, _payload, parsed) => parsed(null));
-    // failed client authentication at the revocation endpoint counts as a failed credential (added
-    // before callback(), which composes the middleware)
-    oidc.provider.use(revocationFailureLimit(limits, app.get(CredentialAttempts), config));
+    // the token and revocation endpoints' limits (added before callback(), which composes the
+    // middleware)
+    oidc.provider.use(tokenEndpointLimits(limits, app.get(CredentialAttempts), config));
     const callback = oidc.provider.callback();
     const handler = async (req: FastifyRequest, reply: FastifyReply) => {
       const path = req.url.split('?', 1)[0] ?? '';
@@ -111,29 +106,6 @@ export function registerOAuthRoutes(app: NestFastifyApplication): void {
         (await refusedByRequestLimit(limits, config, req, reply))
       ) {
         return reply;
-      }
-      if (req.method === 'POST' && path === `${MOUNT}/token` && limits.enabled) {
-        const hit = await limits.hit(
-          BUCKET_AUTH,
-          limits.ipTracker(req.ip),
-          1,
-          limits.authRateLimit,
-          config.authRateLimitWindowS,
-        );
-        if (hit) {
-          writeRateLimitHeaders(replySink(reply), limits.authRateLimit, hit);
-          if (!hit.allowed) {
-            const retry = secondsUntil(hit.resetMs);
-            return reply
-              .code(429)
-              .header('Retry-After', String(retry))
-              .header('Cache-Control', 'no-store')
-              .send({
-                error: 'rate_limited',
-                error_description: `Too many token requests from this address; retry in ${retry} s`,
-              });
-          }
-        }
       }
       forwardFastifyView(req);
       reply.hijack();

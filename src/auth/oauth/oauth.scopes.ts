@@ -9,6 +9,7 @@ export const API_SCOPES = [
   'posts:write',
   'messages:read',
   'messages:write',
+  'admin',
 ] as const;
 export const ALL_SCOPES: readonly string[] = [...OIDC_SCOPES, ...API_SCOPES];
 
@@ -21,13 +22,15 @@ export const SCOPE_WORDS: Record<string, string> = {
   email: 'See your email address',
   offline_access: 'Keep this access when you are not using the app (until you revoke it)',
   'users:read': 'See user profiles',
-  'users:write': 'Change your profile',
+  'users:write': 'Change your profile name',
   'orders:read': 'See your orders',
   'orders:write': 'Place and cancel orders for you',
   'posts:read': 'Read posts',
   'posts:write': 'Write, edit and delete posts as you',
   'messages:read': 'Read rooms and messages, and receive new messages as they arrive',
   'messages:write': 'Send messages as you',
+  admin:
+    'Act as an administrator with your rights, within the other permissions listed: manage other users\u2019 profiles, posts, orders and messages (never anyone\u2019s email, password or role, API keys or partner apps)',
 };
 
 export function isApiScope(scope: string): scope is ApiScope {

@@ -8,8 +8,9 @@ export function clientMetadata(client: OAuthClientRecord): AdapterPayload {
   return {
     client_id: client.clientId,
     client_name: client.name,
-    // the SHA-256 of the secret: compareClientSecret is replaced to hash what the client presents
-    ...(client.secretHash ? { client_secret: client.secretHash } : {}),
+    // the SHA-256 of the secret (and, during a rotation's overlap, of the previous one):
+    // compareClientSecret is replaced to hash what the client presents (secretHashes)
+    ...(client.secretHash ? { client_secret: encodeSecretHashes(client) } : {}),
     redirect_uris: client.redirectUris,
     response_types: ['code'],
     grant_types: client.scopes.includes('offline_access')
@@ -18,7 +19,30 @@ export function clientMetadata(client: OAuthClientRecord): AdapterPayload {
     token_endpoint_auth_method: client.isPublic ? 'none' : 'client_secret_basic',
     scope: client.scopes.join(' '),
     application_type: 'web',
+    ...(client.logoUri ? { logo_uri: client.logoUri } : {}),
+    ...(client.clientUri ? { client_uri: client.clientUri } : {}),
+    ...(client.policyUri ? { policy_uri: client.policyUri } : {}),
+    ...(client.tosUri ? { tos_uri: client.tosUri } : {}),
   };
+}
+
+/** `<hash>` or, while a rotated-out secret still works, `<hash> <previous hash> <until ms>`. */
+function encodeSecretHashes(client: OAuthClientRecord): string {
+  const until = client.previousSecretExpiresAt ? Date.parse(client.previousSecretExpiresAt) : 0;
+  if (client.previousSecretHash && until > Date.now()) {
+    return `${client.secretHash} ${client.previousSecretHash} ${until}`;
+  }
+  return client.secretHash ?? '';
+}
+
+/** The secret hashes a presented secret may match now (see encodeSecretHashes). */
+export function secretHashes(stored: string | undefined): string[] {
+  const [current, previous, until] = (stored ?? '').split(' ');
+  const hashes = current ? [current] : [];
+  if (previous && Number(until) > Date.now()) {
+    hashes.push(previous);
+  }
+  return hashes;
 }
 
 /**

@@ -16,7 +16,7 @@ import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { ALL_SCOPES, API_SCOPES } from './oauth.scopes.js';
 import { offlineAccessConfiguration } from './offline-access.js';
 import { errorPage } from './oauth-pages.js';
-import { databaseAdapter } from './oidc-adapter.js';
+import { databaseAdapter, secretHashes } from './oidc-adapter.js';
 import { OIDC_LIBRARY, type OidcLibrary } from './oidc-library.js';
 
 export const ACCESS_TOKEN_TTL_S = 600;
@@ -93,8 +93,11 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
     // trust decision, so Koa may always read them (see oauth.routes.ts)
     this.provider.proxy = true;
     // secrets are stored as SHA-256: hash what the client presents and compare in constant time
-    const compare = (stored: string | undefined, presented: string): boolean =>
-      typeof stored === 'string' && sha256(presented) === stored;
+    // (during a rotation's overlap the previous secret's hash too, until it expires)
+    const compare = (stored: string | undefined, presented: string): boolean => {
+      const presentedHash = sha256(presented);
+      return secretHashes(stored).some((hash) => hash === presentedHash);
+    };
     (
       this.provider.Client.prototype as unknown as {
         compareClientSecret(this: { clientSecret?: string }, actual: string): boolean;
@@ -192,7 +195,8 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
               throw new this.lib.errors.InvalidTarget();
             }
             return {
-              scope: API_SCOPES.join(' '),
+              // `email` too: a token shows the account's email only when it carries it
+              scope: [...API_SCOPES, 'email'].join(' '),
               audience: apiAudience,
               accessTokenTTL: ACCESS_TOKEN_TTL_S,
               accessTokenFormat: 'jwt',
@@ -214,7 +218,9 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
       rotateRefreshToken: true,
       extraTokenClaims: (_ctx, token) => {
         const grantId = (token as { grantId?: string }).grantId;
-        return grantId ? { [GRANT_CLAIM]: grantId } : undefined;
+        // `ims`: the issue time in milliseconds, against users.oauth_valid_after (a token issued in
+        // the same second as a password change is told apart)
+        return grantId ? { [GRANT_CLAIM]: grantId, ims: Date.now() } : undefined;
       },
       interactions: {
         url: (_ctx, interaction) => `/oauth/interaction/${interaction.uid}`,

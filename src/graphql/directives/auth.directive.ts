@@ -7,7 +7,10 @@ import {
   isInterfaceType,
   isObjectType,
   Kind,
+  type DocumentNode,
   type FieldNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
   type GraphQLCompositeType,
   type GraphQLFieldResolver,
   type GraphQLResolveInfo,
@@ -79,7 +82,7 @@ interface SelectionScopes {
  * own `@auth(scopes:)`; a type without one may not be read by partner apps at all.
  */
 function collect(
-  info: GraphQLResolveInfo,
+  info: Pick<GraphQLResolveInfo, 'schema' | 'fragments'>,
   typeScopes: ReadonlyMap<string, readonly ApiScope[]>,
   parent: GraphQLCompositeType,
   set: SelectionSetNode | undefined,
@@ -176,6 +179,131 @@ class ScopeCheck {
     }
     return found;
   }
+}
+
+/** The read scopes of each object type (its `@auth(scopes:)`), per schema. */
+const typeScopesOf = new WeakMap<GraphQLSchema, Map<string, readonly ApiScope[]>>();
+
+function typeScopesFor(schema: GraphQLSchema): Map<string, readonly ApiScope[]> {
+  let found = typeScopesOf.get(schema);
+  if (!found) {
+    found = new Map();
+    for (const type of Object.values(schema.getTypeMap())) {
+      const scopes = isObjectType(type)
+        ? authDeclaration(schema, type, type.name)?.scopes
+        : undefined;
+      if (scopes) {
+        found.set(type.name, scopes);
+      }
+    }
+    typeScopesOf.set(schema, found);
+  }
+  return found;
+}
+
+/** The root fields an operation selects (through fragments), with their nodes. */
+function rootFields(
+  set: SelectionSetNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  out: FieldNode[],
+  seen: Set<string>,
+): void {
+  for (const selection of set.selections) {
+    if (selection.kind === Kind.FIELD) {
+      out.push(selection);
+    } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      rootFields(selection.selectionSet, fragments, out, seen);
+    } else if (!seen.has(selection.name.value)) {
+      seen.add(selection.name.value);
+      const fragment = fragments[selection.name.value];
+      if (fragment) {
+        rootFields(fragment.selectionSet, fragments, out, seen);
+      }
+    }
+  }
+}
+
+/**
+ * Before execution, for an OAuth access token: the scopes the whole operation needs (each root
+ * field's `@auth(scopes:)`, the read scopes of every object type selected, and for `node(id:)` the
+ * id's type). When the token's scopes do not cover them, or a selected root field or type is not
+ * available to partner apps, the operation is refused as a whole: one FORBIDDEN error with
+ * `extensions.requiredScopes` and no `data` (nothing runs, so no partial answer hides the refusal).
+ * Other callers: undefined. The role of each field is still checked as it resolves.
+ */
+export function operationScopeRefusal(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | null | undefined,
+  caller: Caller | undefined,
+): GraphQLError | undefined {
+  if (caller?.method !== 'oauth') {
+    return undefined;
+  }
+  const root = schema.getRootType(operation.operation);
+  if (!root) {
+    return undefined;
+  }
+  const fragments: Record<string, FragmentDefinitionNode> = {};
+  for (const def of document.definitions) {
+    if (def.kind === Kind.FRAGMENT_DEFINITION) {
+      fragments[def.name.value] = def;
+    }
+  }
+  const fields: FieldNode[] = [];
+  rootFields(operation.selectionSet, fragments, fields, new Set());
+  const typeScopes = typeScopesFor(schema);
+  const required = new Set<ApiScope>();
+  let unavailable = false;
+  const seen = new Set<string>();
+  for (const node of fields) {
+    const name = node.name.value;
+    if (name.startsWith('__')) {
+      continue;
+    }
+    const field = root.getFields()[name];
+    if (!field) {
+      continue; // validation has refused it already
+    }
+    const declared = authDeclaration(schema, field, `${root.name}.${name}`);
+    if (!declared?.scopes) {
+      unavailable = true;
+      continue;
+    }
+    declared.scopes.forEach((sc) => required.add(sc));
+    const into: SelectionScopes = { scopes: new Set() };
+    const type = getNamedType(field.type);
+    if (isCompositeType(type)) {
+      collect({ schema, fragments }, typeScopes, type, node.selectionSet, into, seen);
+    }
+    if (into.unavailable) {
+      unavailable = true;
+    }
+    into.scopes.forEach((sc) => required.add(sc));
+    if (name === 'node') {
+      const arg = node.arguments?.find((a) => a.name.value === 'id')?.value;
+      const id =
+        arg?.kind === Kind.STRING
+          ? arg.value
+          : arg?.kind === Kind.VARIABLE
+            ? variables?.[arg.name.value]
+            : undefined;
+      const idType = typeof id === 'string' ? typeNameOf({ id }) : undefined;
+      (idType ? (typeScopes.get(idType) ?? []) : []).forEach((sc) => required.add(sc));
+    }
+  }
+  const requiredScopes = [...required];
+  if (unavailable) {
+    return new GraphQLError(NOT_FOR_APPS, { extensions: { code: 'FORBIDDEN', requiredScopes } });
+  }
+  const missing = missingScopes(caller.scopes ?? [], requiredScopes);
+  if (missing.length === 0) {
+    return undefined;
+  }
+  return new GraphQLError(lacksScopes(missing), {
+    extensions: { code: 'FORBIDDEN', requiredScopes },
+  });
 }
 
 /**
