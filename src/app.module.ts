@@ -18,6 +18,8 @@ import { OrdersModule } from './orders/orders.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { UsersModule } from './users/users.module.js';
+import { WebhookOutboxModule } from './webhooks/webhook-outbox.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({})
 export class AppModule {
@@ -29,6 +31,7 @@ export class AppModule {
         CommonModule,
         DatabaseModule,
         RedisModule,
+        WebhookOutboxModule,
         EventsModule,
         MetricsModule,
         IdempotencyModule,
@@ -44,6 +47,7 @@ export class AppModule {
         SearchModule,
         GraphqlApiModule,
         OAuthModule,
+        WebhooksModule.forRoot(config),
       ],
     };
   }

@@ -8,6 +8,7 @@ import { CountersRepository, CountKeys } from '../database/counters.repository.j
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';
@@ -17,6 +18,7 @@ import {
   ROOM_COLUMNS,
   messageFromRow,
   roomFromRow,
+  toRestMessage,
   type MessageRow,
   type RoomRow,
 } from './messages.mapper.js';
@@ -57,6 +59,7 @@ export class MessagesService {
     private readonly rooms: RoomsService,
     private readonly events: EventsService,
     private readonly counters: CountersRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   async list(
@@ -212,6 +215,7 @@ export class MessagesService {
         author: author ? userFromRow(author) : undefined,
       };
       tx.afterCommit(() => this.events.messageSent(event, seq));
+      await this.outbox.enqueue(tx, 'message.created', toRestMessage(message), message.authorId);
       return message;
     });
   }

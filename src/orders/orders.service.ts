@@ -13,13 +13,20 @@ import {
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { OrderEntity } from './order.entity.js';
 import { decideTransition, nextStatuses } from './order-status.js';
-import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.mapper.js';
+import {
+  ORDER_COLUMNS,
+  itemsToJson,
+  orderFromRow,
+  toRestOrder,
+  type OrderRow,
+} from './orders.mapper.js';
 
 export const ORDER_LIST_SPEC: ListSpec<'status'> = {
   sortFields: ['created_at'],
@@ -48,6 +55,7 @@ export class OrdersService {
   constructor(
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -225,6 +233,7 @@ export class OrdersService {
         [CountKeys.ordersOfUser(userId)]: 1,
         [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
       });
+      await this.outbox.enqueue(tx, 'order.created', toRestOrder(order), userId);
     });
     return order;
   }
@@ -283,7 +292,9 @@ export class OrdersService {
         [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
         [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
       });
-      return { ...current, status, updatedAt };
+      const updated = { ...current, status, updatedAt };
+      await this.outbox.enqueue(tx, 'order.status_changed', toRestOrder(updated), updated.userId);
+      return updated;
     });
   }
 

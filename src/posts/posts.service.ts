@@ -12,6 +12,7 @@ import {
 import { isId, newId, nowIso } from '../common/ids.js';
 import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
@@ -19,7 +20,7 @@ import { searchRows } from '../search/search-query.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';
-import { POST_COLUMNS, postFromRow, type PostRow } from './posts.mapper.js';
+import { POST_COLUMNS, postFromRow, toRestPost, type PostRow } from './posts.mapper.js';
 
 export const POST_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'updated_at', 'title'],
@@ -46,6 +47,7 @@ export class PostsService {
   constructor(
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -246,6 +248,7 @@ export class PostsService {
         [CountKeys.posts()]: 1,
         [CountKeys.postsByAuthor(post.authorId)]: 1,
       });
+      await this.outbox.enqueue(tx, 'post.created', toRestPost(post), post.authorId);
     });
     return post;
   }
@@ -268,7 +271,8 @@ export class PostsService {
     precondition?: PostPrecondition,
   ): Promise<Post> {
     requireRead(caller);
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = await this.lockedRow(manager, id);
       if (!row || row.deleted) {
         throw NotFound('Post');
@@ -288,6 +292,7 @@ export class PostsService {
          WHERE id = ${this.db.p(4)}`,
         [updated.title, updated.body, updated.updatedAt, id],
       );
+      await this.outbox.enqueue(tx, 'post.updated', toRestPost(updated), updated.authorId);
       return updated;
     });
   }
@@ -320,6 +325,7 @@ export class PostsService {
         [CountKeys.posts()]: -1,
         [CountKeys.postsByAuthor(row.post.authorId)]: -1,
       });
+      await this.outbox.enqueue(tx, 'post.deleted', toRestPost(row.post), row.post.authorId);
       return row.post;
     });
   }

@@ -22,6 +22,8 @@ import { RefreshTokensRepository } from '../database/refresh-tokens.repository.j
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import { searchRows } from '../search/search-query.js';
+import { webhookUserObject } from '../webhooks/webhook-objects.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -85,6 +87,7 @@ export class UsersService {
     private readonly events: EventsService,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly counters: CountersRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -292,6 +295,7 @@ export class UsersService {
       });
       const promoted = userFromEntity({ ...entity, ...changes });
       tx.afterCommit(() => this.events.userUpdated(promoted));
+      await this.outbox.enqueue(tx, 'user.updated', webhookUserObject(promoted), promoted.id);
       return {
         kind: 'promoted',
         userId: entity.id,
@@ -346,6 +350,7 @@ export class UsersService {
       }
       await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
+      await this.outbox.enqueue(tx, 'user.deleted', { id }, id);
       return current;
     });
   }
@@ -426,7 +431,9 @@ export class UsersService {
     };
     await this.writeGuarded(() => tx.manager.insert(UserEntity, entity));
     this.counters.add(tx, { [CountKeys.users()]: 1, [CountKeys.usersByRole(entity.role)]: 1 });
-    return userFromEntity(entity);
+    const created = userFromEntity(entity);
+    await this.outbox.enqueue(tx, 'user.created', webhookUserObject(created), created.id);
+    return created;
   }
 
   private async applyUpdate(
@@ -484,6 +491,7 @@ export class UsersService {
     await this.writeGuarded(() => tx.manager.update(UserEntity, { id }, changes));
     const updated = userFromEntity({ ...entity, ...changes });
     tx.afterCommit(() => this.events.userUpdated(updated));
+    await this.outbox.enqueue(tx, 'user.updated', webhookUserObject(updated), updated.id);
     return updated;
   }
 

@@ -34,6 +34,7 @@ import { OidcProviderService } from './oidc-provider.service.js';
     OidcProviderService,
     OAuthInteractionsService,
     OAuthArtifactsRepository,
+    OAuthClientsRepository,
     OAuthTokenVerifier,
   ],
 })
