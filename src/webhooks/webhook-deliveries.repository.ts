@@ -173,7 +173,7 @@ export class WebhookDeliveriesRepository {
   /** Ends a delivery without an attempt (endpoint disabled or deleted, grant revoked). */
   async abandon(id: string, reason: string, at: string): Promise<void> {
     await this.db.query(
-      `UPDATE webhook_deliveries SET status = 'failed', last_error = ${this.p(1)}, next_attempt_at = NULL,
+      `UPDATE webhook_deliveries SET status = 'failed', last_error = COALESCE(last_error, ${this.p(1)}), next_attempt_at = NULL,
               lease_until = NULL, updated_at = ${this.p(2)}
         WHERE id = ${this.p(3)} AND status = 'pending'`,
       [reason.slice(0, 500), at, id],
@@ -183,7 +183,7 @@ export class WebhookDeliveriesRepository {
   /** Every pending delivery of an endpoint fails (the endpoint was disabled). */
   async abandonEndpoint(manager: EntityManager, endpointId: string, reason: string, at: string) {
     await manager.query(
-      `UPDATE webhook_deliveries SET status = 'failed', last_error = ${this.p(1)}, next_attempt_at = NULL,
+      `UPDATE webhook_deliveries SET status = 'failed', last_error = COALESCE(last_error, ${this.p(1)}), next_attempt_at = NULL,
               lease_until = NULL, updated_at = ${this.p(2)}
         WHERE endpoint_id = ${this.p(3)} AND status = 'pending'`,
       [reason.slice(0, 500), at, endpointId],

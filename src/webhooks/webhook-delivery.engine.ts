@@ -160,7 +160,12 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       const targets: WebhookEndpointRow[] = [];
       for (const endpoint of endpoints) {
         const types = JSON.parse(endpoint.events) as string[];
-        if (types.includes(event.type) && (await this.partnerScopes(endpoint, event)) !== null) {
+        if (
+          // an endpoint receives the changes made after it was registered
+          endpoint.created_at <= event.created_at &&
+          types.includes(event.type) &&
+          (await this.partnerScopes(endpoint, event)) !== null
+        ) {
           targets.push(endpoint);
         }
       }

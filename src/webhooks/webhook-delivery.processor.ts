@@ -1,15 +1,24 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { Injectable, Logger } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WebhookDeliveryEngine, type DeliveryJob } from './webhook-delivery.engine.js';
 
 /** BullMQ worker of the deliveries queue: each job is one attempt, claimed on its row first. */
+@Injectable()
 export class WebhookDeliveryProcessor extends WorkerHost {
+  private readonly logger = new Logger('Webhooks');
+
   constructor(private readonly engine: WebhookDeliveryEngine) {
     super();
   }
 
   async process(job: Job<DeliveryJob>): Promise<void> {
-    await this.engine.runQueuedAttempt(job.data);
+    try {
+      await this.engine.runQueuedAttempt(job.data);
+    } catch (err) {
+      // the row stays pending (its lease runs out): the sweep queues the attempt again
+      this.logger.error({ err }, 'webhook attempt failed');
+    }
   }
 }
 
