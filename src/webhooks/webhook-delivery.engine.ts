@@ -40,8 +40,11 @@ export interface DeliveryJob {
   attempts: number;
 }
 
-/** How often the in-process worker looks for due rows, and the Redis engine for lost jobs. */
-const LOCAL_POLL_MS = 250;
+/**
+ * How often an idle in-process worker looks for due rows (events committed here wake it at once, and
+ * its own retries at their time), and the Redis engine for lost jobs.
+ */
+const LOCAL_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
 const FAN_OUT_BATCH = 200;
 
@@ -65,6 +68,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private lastSweep = 0;
   private lastPurge = 0;
   private lastLoopError = 0;
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -95,6 +99,9 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
 
   async onModuleDestroy(): Promise<void> {
     this.running = false;
+    for (const timer of this.retryTimers) {
+      clearTimeout(timer);
+    }
     this.wake();
     await this.loop;
     // attempts in flight finish (each is bounded by the timeout) so their leases are released
@@ -236,6 +243,15 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     }
     if (!this.queue) {
       this.wake();
+      // a retry of this instance's worker starts on time, not at the next poll
+      for (const later of attempts.filter((a) => a.delayMs > 0)) {
+        const timer = setTimeout(() => {
+          this.retryTimers.delete(timer);
+          this.wake();
+        }, later.delayMs + 5);
+        timer.unref();
+        this.retryTimers.add(timer);
+      }
       return;
     }
     this.queue

@@ -1,7 +1,9 @@
 import { Field, ID, Int, ObjectType } from '@nestjs/graphql';
 
-/** A webhook endpoint in GraphQL (no `@auth(scopes:)`: partner apps never read it). */
-@ObjectType('WebhookEndpoint', { description: 'A webhook endpoint (ADMIN).' })
+/** A webhook endpoint in GraphQL (no `@auth(scopes:)`: partner apps never read it, as in REST). */
+@ObjectType('WebhookEndpoint', {
+  description: 'A webhook endpoint (ADMIN; not available to partner apps).',
+})
 export class WebhookEndpointModel {
   @Field(() => ID)
   id!: string;
@@ -32,7 +34,8 @@ export class WebhookEndpointModel {
 }
 
 @ObjectType('CreatedWebhookEndpoint', {
-  description: 'A new webhook endpoint with its signing secret (shown once).',
+  description:
+    'A new webhook endpoint with its signing secret (shown once; not available to partner apps).',
 })
 export class CreatedWebhookEndpointModel {
   @Field(() => WebhookEndpointModel)
@@ -42,7 +45,9 @@ export class CreatedWebhookEndpointModel {
   secret!: string;
 }
 
-@ObjectType('WebhookDelivery', { description: 'One event sent (or to send) to one endpoint.' })
+@ObjectType('WebhookDelivery', {
+  description: 'One event sent (or to send) to one endpoint (not available to partner apps).',
+})
 export class WebhookDeliveryModel {
   @Field(() => ID)
   id!: string;
@@ -77,7 +82,7 @@ export class WebhookDeliveryModel {
 
 @ObjectType('WebhookDeliveryPage', {
   description:
-    'A page of the delivery log, newest first; pass `endCursor` as `after` for the next.',
+    'A page of the delivery log, newest first; pass `endCursor` as `after` for the next (not available to partner apps).',
 })
 export class WebhookDeliveryPageModel {
   @Field(() => [WebhookDeliveryModel])

@@ -55,7 +55,8 @@ export class WebhooksResolver {
 
   @Query(() => [WebhookEndpointModel], {
     nullable: true,
-    description: 'Webhook endpoints, oldest first (at most 100). Requires the ADMIN role.',
+    description:
+      'Webhook endpoints, oldest first (at most 100). Requires the ADMIN role; not available to partner apps (OAuth tokens).',
   })
   @Directive('@auth(requires: ADMIN)')
   async webhookEndpoints(@Context() ctx: GqlContext): Promise<WebhookEndpointModel[]> {
@@ -65,7 +66,8 @@ export class WebhooksResolver {
 
   @Query(() => WebhookEndpointModel, {
     nullable: true,
-    description: 'One webhook endpoint (NOT_FOUND when unknown). Requires the ADMIN role.',
+    description:
+      'One webhook endpoint (NOT_FOUND when unknown). Requires the ADMIN role; not available to partner apps (OAuth tokens).',
   })
   @Directive('@auth(requires: ADMIN)')
   async webhookEndpoint(
@@ -77,7 +79,8 @@ export class WebhooksResolver {
 
   @Query(() => WebhookDeliveryPageModel, {
     nullable: true,
-    description: 'The delivery log of an endpoint, newest first. Requires the ADMIN role.',
+    description:
+      'The delivery log of an endpoint, newest first. Requires the ADMIN role; not available to partner apps (OAuth tokens).',
   })
   @Directive('@auth(requires: ADMIN)')
   async webhookDeliveries(
@@ -102,7 +105,7 @@ export class WebhooksResolver {
   @Mutation(() => CreatedWebhookEndpointModel, {
     nullable: true,
     description:
-      'Registers a webhook endpoint; the signing secret is in this answer only. Requires the ADMIN role.',
+      'Registers a webhook endpoint; the signing secret is in this answer only. Requires the ADMIN role; not available to partner apps (OAuth tokens).',
   })
   @Directive('@auth(requires: ADMIN)')
   async createWebhookEndpoint(
@@ -116,7 +119,7 @@ export class WebhooksResolver {
   @Mutation(() => WebhookEndpointModel, {
     nullable: true,
     description:
-      'Changes a webhook endpoint (url, events, description, active). Requires the ADMIN role.',
+      'Changes a webhook endpoint (url, events, description, active). Requires the ADMIN role; not available to partner apps (OAuth tokens).',
   })
   @Directive('@auth(requires: ADMIN)')
   async updateWebhookEndpoint(
@@ -129,7 +132,8 @@ export class WebhooksResolver {
 
   @Mutation(() => Boolean, {
     nullable: true,
-    description: 'Deletes a webhook endpoint and its delivery log. Requires the ADMIN role.',
+    description:
+      'Deletes a webhook endpoint and its delivery log. Requires the ADMIN role; not available to partner apps (OAuth tokens).',
   })
   @Directive('@auth(requires: ADMIN)')
   async deleteWebhookEndpoint(
