@@ -136,14 +136,24 @@ export class WebhookDeliveriesRepository {
     );
   }
 
-  async recordSuccess(id: string, result: AttemptResult, at: string): Promise<void> {
-    await this.db.query(
-      `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1,
-              last_status_code = ${this.p(1)}, last_duration_ms = ${this.p(2)}, last_error = NULL,
-              next_attempt_at = NULL, lease_until = NULL, updated_at = ${this.p(3)}
-        WHERE id = ${this.p(4)} AND status = 'pending'`,
-      [result.statusCode, result.durationMs, at, id],
-    );
+  /** Successful attempts, recorded in one transaction. */
+  async recordSuccesses(
+    entries: readonly { id: string; result: AttemptResult; at: string }[],
+  ): Promise<void> {
+    if (entries.length === 0) {
+      return;
+    }
+    await this.db.transaction(async ({ manager }) => {
+      for (const { id, result, at } of entries) {
+        await manager.query(
+          `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1,
+                  last_status_code = ${this.p(1)}, last_duration_ms = ${this.p(2)}, last_error = NULL,
+                  next_attempt_at = NULL, lease_until = NULL, updated_at = ${this.p(3)}
+            WHERE id = ${this.p(4)} AND status = 'pending'`,
+          [result.statusCode, result.durationMs, at, id],
+        );
+      }
+    });
   }
 
   /** A failed attempt: retried at `nextAttemptAt`, or failed for good when it is null. */

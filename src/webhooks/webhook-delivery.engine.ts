@@ -46,7 +46,9 @@ export interface DeliveryJob {
  */
 const LOCAL_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
-const FAN_OUT_BATCH = 200;
+const FAN_OUT_BATCH = 100;
+/** Successful attempts are recorded together, one commit per this many milliseconds at most. */
+const SUCCESS_FLUSH_MS = 10;
 
 /**
  * The delivery engine. Events committed to the outbox are fanned out into one delivery row per
@@ -69,6 +71,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private lastPurge = 0;
   private lastLoopError = 0;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private successes: { id: string; result: AttemptResult; at: string }[] = [];
+  private successFlush: Promise<void> | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -162,7 +166,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       return 0;
     }
     const endpoints = await this.endpoints.active();
-    const scheduled: ScheduledAttempt[] = [];
+    const planned: { eventId: string; rows: WebhookDeliveryRow[] }[] = [];
+    const now = new Date().toISOString();
     for (const event of events) {
       const targets: WebhookEndpointRow[] = [];
       for (const endpoint of endpoints) {
@@ -176,37 +181,41 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
           targets.push(endpoint);
         }
       }
-      const now = new Date().toISOString();
-      const rows: WebhookDeliveryRow[] = targets.map((endpoint) => ({
-        id: newWebhookId('delivery'),
-        endpoint_id: endpoint.id,
-        event_id: event.id,
-        type: event.type,
-        status: 'pending',
-        attempts: 0,
-        last_status_code: null,
-        last_duration_ms: null,
-        last_error: null,
-        next_attempt_at: now,
-        lease_until: null,
-        created_at: now,
-        updated_at: now,
-      }));
-      const won = await this.db.transaction(async ({ manager }) => {
-        if (!(await this.events.markDispatched(manager, event.id, now))) {
-          return false;
+      planned.push({
+        eventId: event.id,
+        rows: targets.map((endpoint) => ({
+          id: newWebhookId('delivery'),
+          endpoint_id: endpoint.id,
+          event_id: event.id,
+          type: event.type,
+          status: 'pending',
+          attempts: 0,
+          last_status_code: null,
+          last_duration_ms: null,
+          last_error: null,
+          next_attempt_at: now,
+          lease_until: null,
+          created_at: now,
+          updated_at: now,
+        })),
+      });
+    }
+    // one transaction (one commit) for the whole batch; each event goes to whoever marks it first
+    const scheduled = await this.db.transaction(async ({ manager }) => {
+      const won: ScheduledAttempt[] = [];
+      for (const { eventId, rows } of planned) {
+        if (!(await this.events.markDispatched(manager, eventId, now))) {
+          continue;
         }
         if (rows.length === 0) {
-          await this.events.delete(manager, event.id);
+          await this.events.delete(manager, eventId);
         } else {
           await this.deliveries.insertMany(manager, rows);
+          won.push(...rows.map((r) => ({ id: r.id, attempts: 0, delayMs: 0 })));
         }
-        return true;
-      });
-      if (won) {
-        scheduled.push(...rows.map((r) => ({ id: r.id, attempts: 0, delayMs: 0 })));
       }
-    }
+      return won;
+    });
     this.enqueue(scheduled);
     return events.length;
   }
@@ -320,7 +329,10 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
         .catch((err: unknown) => this.logger.error({ err }, 'webhook attempt failed'))
         .finally(() => {
           this.inFlight.delete(attempt);
-          this.wake();
+          // claim again once half the slots are free: one claim (one commit) for several rows
+          if (this.inFlight.size <= this.config.webhooks.concurrency / 2) {
+            this.wake();
+          }
         });
       this.inFlight.add(attempt);
     }
@@ -416,8 +428,10 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
 
     const at = now();
     if (outcome === 'succeeded') {
-      await this.deliveries.recordSuccess(row.id, result, at);
-      await this.endpoints.clearFailing(endpoint.id);
+      await this.recordSuccess(row.id, result, at);
+      if (endpoint.failing_since !== null) {
+        await this.endpoints.clearFailing(endpoint.id);
+      }
       return;
     }
     if (outcome === 'gone') {
@@ -441,6 +455,23 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
         `every delivery failed for ${Math.round(failingForS)} s (last: ${result.error ?? `HTTP ${result.statusCode}`})`,
       );
     }
+  }
+
+  /**
+   * Successes are the common case: they are written together in one transaction (on SQLite each
+   * commit is a disk sync, which a write per delivery would spend thousands of times a second).
+   */
+  private recordSuccess(id: string, result: AttemptResult, at: string): Promise<void> {
+    this.successes.push({ id, result, at });
+    this.successFlush ??= new Promise<void>((resolve) =>
+      setTimeout(resolve, SUCCESS_FLUSH_MS),
+    ).then(async () => {
+      const batch = this.successes;
+      this.successes = [];
+      this.successFlush = undefined;
+      await this.deliveries.recordSuccesses(batch);
+    });
+    return this.successFlush;
   }
 
   // ---- retention --------------------------------------------------------------------------
