@@ -80,6 +80,16 @@ export class WebhookEndpointsRepository {
     return rows[0];
   }
 
+  async findMany(ids: readonly string[]): Promise<WebhookEndpointRow[]> {
+    if (ids.length === 0) {
+      return [];
+    }
+    return this.db.query<WebhookEndpointRow>(
+      `SELECT ${COLUMNS} FROM webhook_endpoints WHERE id IN (${ids.map((_, i) => this.p(i + 1)).join(', ')})`,
+      [...ids],
+    );
+  }
+
   /** The row inside a transaction, locked until it ends on PostgreSQL. */
   async findLocked(manager: EntityManager, id: string): Promise<WebhookEndpointRow | undefined> {
     const lock = this.db.dialect === 'postgres' ? ' FOR UPDATE' : '';
@@ -93,7 +103,7 @@ export class WebhookEndpointsRepository {
   /** Active endpoints, for the fan-out of events. */
   async active(): Promise<WebhookEndpointRow[]> {
     return this.db.query<WebhookEndpointRow>(
-      `SELECT ${COLUMNS} FROM webhook_endpoints WHERE active = 1 ORDER BY id`,
+      `SELECT ${COLUMNS} FROM webhook_endpoints WHERE active = 1`,
     );
   }
 

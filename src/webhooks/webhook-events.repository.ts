@@ -55,7 +55,7 @@ export class WebhookEventsRepository {
   async undispatched(limit: number): Promise<WebhookEventRow[]> {
     return this.db.query<WebhookEventRow>(
       `SELECT ${COLUMNS} FROM webhook_events WHERE dispatched_at IS NULL
-        ORDER BY created_at, id LIMIT ${this.p(1)}`,
+        ORDER BY created_at LIMIT ${this.p(1)}`,
       [limit],
     );
   }

@@ -35,6 +35,10 @@ export class Webhooks1764400000022 implements MigrationInterface {
         ],
       }),
     );
+    await q.createIndex(
+      'webhook_endpoints',
+      new TableIndex({ name: 'ix_webhook_endpoints_created', columnNames: ['created_at', 'id'] }),
+    );
     await q.createTable(
       new Table({
         name: 'webhook_events',
