@@ -95,6 +95,12 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     if (!this.config.webhooks.deliveryEnabled) {
       return;
     }
+    this.queue?.on('error', (err: Error) => {
+      if (Date.now() - this.lastLoopError > 30_000) {
+        this.lastLoopError = Date.now();
+        this.logger.warn(`webhook queue: ${err.message}; the rows stay pending meanwhile`);
+      }
+    });
     this.outbox.onEnqueued(() => this.wake());
     this.scheduler.register((attempts) => this.enqueue(attempts));
     this.running = true;

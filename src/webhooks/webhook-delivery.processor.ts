@@ -1,4 +1,4 @@
-import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WebhookDeliveryEngine, type DeliveryJob } from './webhook-delivery.engine.js';
@@ -10,6 +10,17 @@ export class WebhookDeliveryProcessor extends WorkerHost {
 
   constructor(private readonly engine: WebhookDeliveryEngine) {
     super();
+  }
+
+  private lastError = 0;
+
+  /** Redis down: one warning per 30 s (BullMQ prints every reconnect failure otherwise). */
+  @OnWorkerEvent('error')
+  onError(err: Error): void {
+    if (Date.now() - this.lastError > 30_000) {
+      this.lastError = Date.now();
+      this.logger.warn(`webhook queue worker: ${err.message}; the rows stay pending meanwhile`);
+    }
   }
 
   async process(job: Job<DeliveryJob>): Promise<void> {
