@@ -18,6 +18,7 @@ export const SYSTEM_FILES = [
   'test/db-connection-loss.e2e-spec.ts',
   'test/rate-limit-redis.e2e-spec.ts',
   'test/subscriptions-redis-outage.e2e-spec.ts',
+  'test/webhooks-doc.e2e-spec.ts',
 ];
 
 const shared: ViteUserConfig = {

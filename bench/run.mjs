@@ -3,6 +3,7 @@
 //                      [--compare <another checkout, built>]   (its app scenarios interleaved with ours)
 //        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
 //        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
+//        npm run bench -- --webhooks   (10,000 events to 10 endpoints, one failing half the time: bench/webhooks.mjs)
 // Environment:
 //   BENCH_DURATION      seconds per scenario (default 10)
 //   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
@@ -43,6 +44,7 @@ const { values: args } = parseArgs({
     compare: { type: 'string' },
     scale: { type: 'boolean', default: false },
     abuse: { type: 'boolean', default: false },
+    webhooks: { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -52,6 +54,13 @@ const { values: args } = parseArgs({
 if (args.abuse) {
   const { runAbuse } = await import('./abuse.mjs');
   await runAbuse();
+  process.exit(0);
+}
+
+// `--webhooks`: webhook delivery throughput and latency, and the API's latency meanwhile (bench/webhooks.mjs)
+if (args.webhooks) {
+  const { runWebhooks } = await import('./webhooks.mjs');
+  await runWebhooks();
   process.exit(0);
 }
 

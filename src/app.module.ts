@@ -20,6 +20,8 @@ import { OrdersModule } from './orders/orders.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { UsersModule } from './users/users.module.js';
+import { WebhookOutboxModule } from './webhooks/webhook-outbox.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({})
 export class AppModule {
@@ -31,6 +33,7 @@ export class AppModule {
         CommonModule,
         DatabaseModule,
         RedisModule,
+        WebhookOutboxModule,
         EventsModule,
         MetricsModule,
         IdempotencyModule,
@@ -45,6 +48,7 @@ export class AppModule {
         SearchModule,
         GraphqlApiModule,
         OAuthModule,
+        WebhooksModule.forRoot(config),
       ],
       // the one global guard: credentials, scopes, rate limit, query, list cost (app.guard.ts)
       providers: [AppGuard, { provide: APP_GUARD, useExisting: AppGuard }],

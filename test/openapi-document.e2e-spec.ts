@@ -61,7 +61,8 @@ describe('OpenAPI document (/api/docs-json)', () => {
   let admin: Client;
 
   beforeAll(async () => {
-    t = await startApp();
+    // a loopback webhook receiver address is accepted (the webhook log is one of the lists)
+    t = await startApp({ WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' });
     doc = (await request(t.url, '/api/docs-json')).body;
     admin = await adminClient(t.url);
   });
@@ -306,10 +307,12 @@ describe('OpenAPI document (/api/docs-json)', () => {
     expect(empties.sort()).toEqual([
       'PATCH /api/v1/oauth/clients/{client_id} redirect_uris',
       'PATCH /api/v1/oauth/clients/{client_id} scopes',
+      'PATCH /api/v1/webhooks/{id} events',
       'POST /api/v1/oauth/clients redirect_uris',
       'POST /api/v1/oauth/clients scopes',
       'POST /api/v1/users/batch operations',
       'POST /api/v1/users/{id}/orders items',
+      'POST /api/v1/webhooks events',
     ]);
   });
 
@@ -320,9 +323,16 @@ describe('OpenAPI document (/api/docs-json)', () => {
     const me = (await admin.get('/api/v1/auth/me')).body.data.id as string;
     const room = (await admin.post('/api/v1/rooms', { name: `sorted-${Date.now()}` })).body.data
       .id as string;
+    const webhook = (
+      await admin.post('/api/v1/webhooks', {
+        url: 'http://127.0.0.1:9/sorted',
+        events: ['post.created'],
+      })
+    ).body.data.id as string;
     const urls: Record<string, string> = {
       '/api/v1/users/{id}/orders': `/api/v1/users/${me}/orders`,
       '/api/v1/rooms/{id}/messages': `/api/v1/rooms/${room}/messages`,
+      '/api/v1/webhooks/{id}/deliveries': `/api/v1/webhooks/${webhook}/deliveries`,
     };
     for (const { path, op } of lists) {
       const url = urls[path] ?? path;

@@ -78,6 +78,25 @@ export interface AppConfig {
   http: HttpLimitsConfig;
   /** Graceful shutdown on SIGTERM/SIGINT (docs/limits.md "Shutdown"). */
   shutdown: ShutdownConfig;
+  /** Webhook deliveries (docs/webhooks.md). */
+  webhooks: WebhooksConfig;
+}
+
+export interface WebhooksConfig {
+  /** Delays in seconds between a failed attempt and the next; after the last one the delivery fails. */
+  retryScheduleS: number[];
+  /** An endpoint whose deliveries have all failed for this long is disabled. */
+  disableAfterS: number;
+  /** Delivery rows (and their events) older than this are removed. */
+  logRetentionDays: number;
+  /** Host names (literal) and addresses or CIDRs (matched against resolved addresses) exempt from the SSRF rules. */
+  allowedHosts: string[];
+  /** Longest wait for a receiver's answer. */
+  timeoutMs: number;
+  /** Deliveries in flight at once per instance. */
+  concurrency: number;
+  /** false: this instance records events but delivers none (API-only replicas; the others deliver). */
+  deliveryEnabled: boolean;
 }
 
 export interface ShutdownConfig {
@@ -324,6 +343,39 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     dataDir: env.DATA_DIR ?? 'data',
     http: loadHttpLimits(env),
     shutdown: loadShutdown(env),
+    webhooks: loadWebhooks(env),
+  };
+}
+
+/** About three days of retries: 5 s, 1 min, 5 min, 30 min, 2 h, 5 h, 10 h, 12 h x3, 18 h. */
+const DEFAULT_RETRY_SCHEDULE = '5,60,300,1800,7200,18000,36000,43200,43200,43200,64800';
+
+function loadWebhooks(env: NodeJS.ProcessEnv): WebhooksConfig {
+  const rawSchedule = env.WEBHOOK_RETRY_SCHEDULE_S || DEFAULT_RETRY_SCHEDULE;
+  const retryScheduleS = rawSchedule.split(',').map((part) => part.trim());
+  if (retryScheduleS.some((part) => !/^\d+(\.\d+)?$/.test(part)) || retryScheduleS.length > 50) {
+    throw new ConfigError(
+      'WEBHOOK_RETRY_SCHEDULE_S',
+      `must be a comma list of at most 50 delays in seconds, got "${rawSchedule}"`,
+    );
+  }
+  const allowedHosts = (env.WEBHOOK_ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== '');
+  for (const entry of allowedHosts) {
+    if (entry.includes('/') && !/^[0-9a-f:.]+\/\d{1,3}$/.test(entry)) {
+      throw new ConfigError('WEBHOOK_ALLOWED_HOSTS', `has an invalid CIDR "${entry}"`);
+    }
+  }
+  return {
+    retryScheduleS: retryScheduleS.map(Number),
+    disableAfterS: int(env, 'WEBHOOK_DISABLE_AFTER_S', 259_200, 0, 365 * 86_400),
+    logRetentionDays: int(env, 'WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3_650),
+    allowedHosts,
+    timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    concurrency: int(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1_000),
+    deliveryEnabled: bool(env, 'WEBHOOK_DELIVERY_ENABLED', true),
   };
 }
 

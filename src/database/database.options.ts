@@ -14,6 +14,7 @@ import { IdempotencyKeys1764100000000 } from './migrations/1764100000000-idempot
 import { SearchIndex1764300000019 } from './migrations/1764300000019-search-index.js';
 import { IdempotencyCallerRights1764300000024 } from './migrations/1764300000024-idempotency-caller-rights.js';
 import { PartnerApps1764400000021 } from './migrations/1764400000021-partner-apps.js';
+import { Webhooks1764400000022 } from './migrations/1764400000022-webhooks.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   SearchIndex1764300000019,
   IdempotencyCallerRights1764300000024,
   PartnerApps1764400000021,
+  Webhooks1764400000022,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

@@ -7,12 +7,14 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { EventsService } from '../events/events.service.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
+import { toRestMessage } from './messages.mapper.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 export const MESSAGE_LIST_SPEC: ListSpec<never> = {
@@ -50,6 +52,7 @@ export class MessagesService {
     private readonly messages: MessagesRepository,
     private readonly roomRows: RoomsRepository,
     private readonly users: UsersRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   async list(
@@ -157,6 +160,7 @@ export class MessagesService {
         author,
       };
       tx.afterCommit(() => this.events.messageSent(event, seq));
+      await this.outbox.enqueue(tx, 'message.created', toRestMessage(message), message.authorId);
       return message;
     });
   }

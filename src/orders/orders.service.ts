@@ -13,6 +13,7 @@ import {
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
@@ -20,6 +21,7 @@ import { decideTransition, nextStatuses } from './order-status.js';
 import { orderFromRow } from './orders.mapper.js';
 import { OrdersRepository } from './orders.repository.js';
 import { UsersRepository } from '../users/users.repository.js';
+import { toRestOrder } from './orders.mapper.js';
 
 export const ORDER_LIST_SPEC: ListSpec<'status'> = {
   sortFields: ['created_at'],
@@ -48,6 +50,7 @@ export class OrdersService {
     private readonly counters: CountersRepository,
     private readonly orders: OrdersRepository,
     private readonly users: UsersRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -173,6 +176,7 @@ export class OrdersService {
         [CountKeys.ordersOfUser(userId)]: 1,
         [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
       });
+      await this.outbox.enqueue(tx, 'order.created', toRestOrder(order), userId);
     });
     return order;
   }
@@ -231,7 +235,9 @@ export class OrdersService {
         [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
         [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
       });
-      return { ...current, status, updatedAt };
+      const updated = { ...current, status, updatedAt };
+      await this.outbox.enqueue(tx, 'order.status_changed', toRestOrder(updated), updated.userId);
+      return updated;
     });
   }
 

@@ -12,12 +12,14 @@ import {
 import { isId, newId, nowIso } from '../common/ids.js';
 import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { PageWindow } from '../graphql/connection.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';
 import { PostsRepository } from './posts.repository.js';
+import { toRestPost } from './posts.mapper.js';
 
 export const POST_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'updated_at', 'title'],
@@ -43,6 +45,7 @@ export class PostsService {
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
     private readonly posts: PostsRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -177,6 +180,7 @@ export class PostsService {
         [CountKeys.posts()]: 1,
         [CountKeys.postsByAuthor(post.authorId)]: 1,
       });
+      await this.outbox.enqueue(tx, 'post.created', toRestPost(post), post.authorId);
     });
     return post;
   }
@@ -199,7 +203,8 @@ export class PostsService {
     precondition?: PostPrecondition,
   ): Promise<Post> {
     requireRead(caller);
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = await this.lockedRow(manager, id);
       if (!row || row.deleted) {
         throw NotFound('Post');
@@ -215,6 +220,7 @@ export class PostsService {
         updatedAt: laterThan(row.post.updatedAt),
       };
       await this.posts.update(manager, updated);
+      await this.outbox.enqueue(tx, 'post.updated', toRestPost(updated), updated.authorId);
       return updated;
     });
   }
@@ -244,6 +250,7 @@ export class PostsService {
         [CountKeys.posts()]: -1,
         [CountKeys.postsByAuthor(row.post.authorId)]: -1,
       });
+      await this.outbox.enqueue(tx, 'post.deleted', toRestPost(row.post), row.post.authorId);
       return row.post;
     });
   }

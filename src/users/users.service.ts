@@ -20,6 +20,8 @@ import { CountersRepository, CountKeys } from '../database/counters.repository.j
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { EventsService } from '../events/events.service.js';
+import { webhookUserObject } from '../webhooks/webhook-objects.js';
+import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -69,6 +71,7 @@ export class UsersService {
     private readonly counters: CountersRepository,
     private readonly users: UsersRepository,
     private readonly oauthArtifacts: OAuthArtifactsRepository,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -216,6 +219,7 @@ export class UsersService {
       });
       const promoted = userFromEntity({ ...entity, ...changes });
       tx.afterCommit(() => this.events.userUpdated(promoted));
+      await this.outbox.enqueue(tx, 'user.updated', webhookUserObject(promoted), promoted.id);
       return {
         kind: 'promoted',
         userId: entity.id,
@@ -275,6 +279,7 @@ export class UsersService {
       await this.users.update(manager, id, { deletedAt, oauthValidAfter: deletedAt });
       await this.oauthArtifacts.endSignIns(manager, id);
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
+      await this.outbox.enqueue(tx, 'user.deleted', { id }, id);
       return current;
     });
   }
@@ -357,7 +362,9 @@ export class UsersService {
     };
     await this.writeGuarded(() => this.users.insert(tx.manager, entity));
     this.counters.add(tx, { [CountKeys.users()]: 1, [CountKeys.usersByRole(entity.role)]: 1 });
-    return userFromEntity(entity);
+    const created = userFromEntity(entity);
+    await this.outbox.enqueue(tx, 'user.created', webhookUserObject(created), created.id);
+    return created;
   }
 
   private async applyUpdate(
@@ -425,6 +432,7 @@ export class UsersService {
     await this.writeGuarded(() => this.users.update(tx.manager, id, changes));
     const updated = userFromEntity({ ...entity, ...changes });
     tx.afterCommit(() => this.events.userUpdated(updated));
+    await this.outbox.enqueue(tx, 'user.updated', webhookUserObject(updated), updated.id);
     return updated;
   }
 

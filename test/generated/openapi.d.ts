@@ -519,6 +519,129 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List webhook endpoints (ADMIN) */
+    get: operations['WebhooksController_list'];
+    put?: never;
+    /**
+     * Register a webhook endpoint (ADMIN)
+     * @description The signing `secret` is in this response only. A URL that is not https, or whose host resolves to a loopback, private, link-local, shared or metadata address, is refused (422).
+     */
+    post: operations['WebhooksController_create'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One webhook endpoint (ADMIN) */
+    get: operations['WebhooksController_get'];
+    put?: never;
+    post?: never;
+    /** Delete a webhook endpoint and its delivery log (ADMIN) */
+    delete: operations['WebhooksController_delete'];
+    options?: never;
+    head?: never;
+    /**
+     * Change a webhook endpoint (ADMIN)
+     * @description `url`, `events`, `description`, `active`. `active: true` enables a disabled endpoint again.
+     */
+    patch: operations['WebhooksController_update'];
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate the signing secret (ADMIN)
+     * @description Returns the new secret once; the previous secret also signs every delivery for 24 hours (`previous_secret_expires_at`).
+     */
+    post: operations['WebhooksController_rotateSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/ping': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a ping event (ADMIN)
+     * @description Queues a `ping` to this endpoint whatever its `events`; the answer is the delivery to follow in the log.
+     */
+    post: operations['WebhooksController_ping'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The delivery log of an endpoint (ADMIN)
+     * @description Newest first: status, attempts, the last response status and duration, the next attempt.
+     */
+    get: operations['WebhooksController_deliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Deliver an event again (ADMIN)
+     * @description A new delivery of the same event, with the same `webhook-id`, sent now.
+     */
+    post: operations['WebhooksController_redeliver'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1400,6 +1523,213 @@ export interface components {
        * @example 2026-11-23T18:00:00.000Z
        */
       granted_at: string;
+    };
+    WebhookEndpointWithSecret: {
+      /** @example whk_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+      /** @example https://hooks.acme.example/atrium */
+      url: string;
+      /** @example Invoicing sync */
+      description: string | null;
+      /**
+       * @example [
+       *       "order.created"
+       *     ]
+       */
+      events: (
+        | 'user.created'
+        | 'user.updated'
+        | 'user.deleted'
+        | 'order.created'
+        | 'order.status_changed'
+        | 'post.created'
+        | 'post.updated'
+        | 'post.deleted'
+        | 'message.created'
+      )[];
+      /** @example null */
+      oauth_client_id: string | null;
+      /** @example true */
+      active: boolean;
+      /**
+       * @description Why the service disabled the endpoint (410 Gone, or failures for too long)
+       * @example null
+       */
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      updated_at: string;
+      /**
+       * @description The signing secret, shown in this response only
+       * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+       */
+      secret: string;
+      /**
+       * Format: date-time
+       * @description After a rotation: until when the previous secret also signs
+       */
+      previous_secret_expires_at?: string | null;
+    };
+    CreateWebhookEndpointInput: {
+      /**
+       * @description https only; a host resolving to a loopback, private, link-local, shared (CGNAT) or metadata address is refused
+       * @example https://hooks.acme.example/atrium
+       */
+      url: string;
+      /**
+       * @description The event types to receive (`ping` is sent on request whatever this lists)
+       * @example [
+       *       "order.created",
+       *       "order.status_changed"
+       *     ]
+       */
+      events: (
+        | 'user.created'
+        | 'user.updated'
+        | 'user.deleted'
+        | 'order.created'
+        | 'order.status_changed'
+        | 'post.created'
+        | 'post.updated'
+        | 'post.deleted'
+        | 'message.created'
+      )[];
+      /** @example Invoicing sync */
+      description?: string;
+      /**
+       * @description Bind the endpoint to a partner app: it then receives only events about users who granted that app, and only types its scopes can read
+       * @example cli_01JD5Z6K3M8Q2W4E6R8T0Y2U4I
+       */
+      oauth_client_id?: string;
+    };
+    WebhookEndpoint: {
+      /** @example whk_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+      /** @example https://hooks.acme.example/atrium */
+      url: string;
+      /** @example Invoicing sync */
+      description: string | null;
+      /**
+       * @example [
+       *       "order.created"
+       *     ]
+       */
+      events: (
+        | 'user.created'
+        | 'user.updated'
+        | 'user.deleted'
+        | 'order.created'
+        | 'order.status_changed'
+        | 'post.created'
+        | 'post.updated'
+        | 'post.deleted'
+        | 'message.created'
+      )[];
+      /** @example null */
+      oauth_client_id: string | null;
+      /** @example true */
+      active: boolean;
+      /**
+       * @description Why the service disabled the endpoint (410 Gone, or failures for too long)
+       * @example null
+       */
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      updated_at: string;
+    };
+    UpdateWebhookEndpointInput: {
+      /** @example https://hooks.acme.example/atrium */
+      url?: string;
+      /**
+       * @description The event types to receive (`ping` is sent on request whatever this lists)
+       * @example [
+       *       "order.created",
+       *       "order.status_changed"
+       *     ]
+       */
+      events?: (
+        | 'user.created'
+        | 'user.updated'
+        | 'user.deleted'
+        | 'order.created'
+        | 'order.status_changed'
+        | 'post.created'
+        | 'post.updated'
+        | 'post.deleted'
+        | 'message.created'
+      )[];
+      /**
+       * @description false disables the endpoint (its pending deliveries fail); true enables it again and clears `disabled_reason`
+       * @example true
+       */
+      active?: boolean;
+      /** @example Invoicing sync */
+      description?: string;
+    };
+    WebhookDelivery: {
+      /** @example dlv_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+      /**
+       * @description Sent as `webhook-id`
+       * @example evt_01JD5Z6K3M8Q2W4E6R8T0Y2U4I
+       */
+      event_id: string;
+      /**
+       * @example order.created
+       * @enum {string}
+       */
+      type:
+        | 'user.created'
+        | 'user.updated'
+        | 'user.deleted'
+        | 'order.created'
+        | 'order.status_changed'
+        | 'post.created'
+        | 'post.updated'
+        | 'post.deleted'
+        | 'message.created'
+        | 'ping';
+      /**
+       * @example succeeded
+       * @enum {string}
+       */
+      status: 'pending' | 'succeeded' | 'failed';
+      /** @example 1 */
+      attempts: number;
+      /** @example 200 */
+      last_status_code: number | null;
+      /** @example 42 */
+      last_duration_ms: number | null;
+      /**
+       * @description Why the last attempt failed when no status explains it (timeout, refused address)
+       * @example null
+       */
+      last_error: string | null;
+      /**
+       * Format: date-time
+       * @example null
+       */
+      next_attempt_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      created_at: string;
     };
     /** @description One problem of the request: the member (or list index) it concerns and what is wrong. */
     ErrorDetail: {
@@ -8579,6 +8909,1446 @@ export interface operations {
         };
       };
       /** @description You have not authorized this app */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_list: {
+    parameters: {
+      query?: {
+        /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
+        page?: number;
+        limit?: number;
+        /** @description Comma-separated created_at, each at most once; `-` for descending (e.g. `-created_at`). */
+        sort?: string;
+        /** @description Keyset position, as found in the `Link: rel="next"` URL. */
+        cursor?: string;
+      };
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page; `Link` has the first, prev, next and last pages. */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookEndpoint'][];
+            meta: components['schemas']['PageMeta'];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWebhookEndpointInput'];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          Location: components['headers']['Location'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookEndpointWithSecret'];
+          };
+        };
+      };
+      /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description The body exceeds 1 MiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description The body is not JSON (`Content-Type: application/json`). */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnsupportedMediaTypeError'];
+        };
+      };
+      /** @description The body fails validation; `details` names each member and problem. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnprocessableEntityError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_get: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The resource */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookEndpoint'];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_delete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_update: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdateWebhookEndpointInput'];
+      };
+    };
+    responses: {
+      /** @description The resource */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookEndpoint'];
+          };
+        };
+      };
+      /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description The body exceeds 1 MiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description The body is not JSON (`Content-Type: application/json`). */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnsupportedMediaTypeError'];
+        };
+      };
+      /** @description The body fails validation; `details` names each member and problem. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnprocessableEntityError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_rotateSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The resource */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookEndpointWithSecret'];
+          };
+        };
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_ping: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Queued */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookDelivery'];
+          };
+        };
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_deliveries: {
+    parameters: {
+      query?: {
+        /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
+        page?: number;
+        limit?: number;
+        /** @description Comma-separated created_at, each at most once; `-` for descending (e.g. `-created_at`). */
+        sort?: string;
+        /** @description Keyset position, as found in the `Link: rel="next"` URL. */
+        cursor?: string;
+      };
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page; `Link` has the first, prev, next and last pages. */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookDelivery'][];
+            meta: components['schemas']['PageMeta'];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotFoundError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description A path segment exceeds 100 characters. */
+      414: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  WebhooksController_redeliver: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        delivery_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Queued */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WebhookDelivery'];
+          };
+        };
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description No such webhook endpoint or delivery */
       404: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];

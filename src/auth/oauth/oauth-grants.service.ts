@@ -7,7 +7,7 @@ import type { AuthorizedAppResponse } from './oauth.responses.js';
 /** One app the user authorized, as `GET /api/v1/oauth/grants` lists it. */
 export type AuthorizedApp = AuthorizedAppResponse;
 
-function scopesOf(grant: GrantRow): string[] {
+export function scopesOf(grant: GrantRow): string[] {
   const payload = grant.payload as {
     openid?: { scope?: string };
     resources?: Record<string, string>;

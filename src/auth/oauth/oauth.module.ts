@@ -30,6 +30,7 @@ import { OidcProviderService } from './oidc-provider.service.js';
     OidcProviderService,
     OAuthInteractionsService,
     OAuthArtifactsRepository,
+    OAuthClientsRepository,
     OAuthTokenVerifier,
   ],
 })

@@ -1,0 +1,163 @@
+// Webhook delivery under load (docs/performance.md "Webhooks"): the built app on SQLite with the
+// in-process engine, a receiver in this process with 10 endpoints (one answers 500 half the time),
+// and BENCH_WEBHOOK_EVENTS (10,000) posts created through the API, each one event to every endpoint.
+// Reports delivered deliveries/s, commit-to-delivery latency of the healthy endpoints, and the API's
+// own GET latency while the engine delivers, as a ratio to the idle latency measured first.
+// Usage: npm run bench -- --webhooks
+// Environment: BENCH_WEBHOOK_EVENTS (10000), BENCH_WEBHOOK_ENDPOINTS (10), BENCH_WEBHOOK_WRITERS (8)
+import { createServer } from 'node:http';
+import { dirname, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { post, quantiles, startBuiltApp } from './plumbing.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
+const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 10);
+const WRITERS = Number(process.env.BENCH_WEBHOOK_WRITERS ?? 8);
+const ADMIN = { email: 'bench-admin@example.com', password: 'bench-password-123' };
+
+export async function runWebhooks() {
+  // the receiver: path /h0 … /h9; /h0 fails half of its requests
+  const latencies = [];
+  const seen = new Set();
+  let delivered = 0;
+  let failedAnswers = 0;
+  let lastDelivery = 0;
+  const receiver = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const failing = req.url === '/h0';
+      if (failing && Math.random() < 0.5) {
+        failedAnswers += 1;
+        res.writeHead(500).end();
+        return;
+      }
+      const now = Date.now();
+      const key = `${req.url} ${req.headers['webhook-id']}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        delivered += 1;
+        lastDelivery = now;
+        if (!failing) {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          latencies.push(now - Date.parse(body.created_at));
+        }
+      }
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+  const port = receiver.address().port;
+
+  const app = await startBuiltApp({
+    root: ROOT,
+    name: 'webhooks',
+    admin: ADMIN,
+    env: {
+      WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+      // short retries so the failing endpoint's events are delivered within the run
+      WEBHOOK_RETRY_SCHEDULE_S: '1,2,4,8',
+    },
+  });
+  try {
+    const token = (await post(`${app.url}/api/v1/auth/token`, ADMIN)).json.access_token;
+    const auth = { authorization: `Bearer ${token}` };
+    for (let i = 0; i < ENDPOINTS; i++) {
+      await post(
+        `${app.url}/api/v1/webhooks`,
+        { url: `http://127.0.0.1:${port}/h${i}`, events: ['post.created'] },
+        auth,
+      );
+    }
+    const probeUrl = `${app.url}/api/v1/posts?limit=1`;
+    const probe = async (ms) => {
+      const samples = [];
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        const res = await fetch(probeUrl, { headers: auth });
+        await res.arrayBuffer();
+        samples.push(performance.now() - t0);
+        await sleep(20);
+      }
+      return samples;
+    };
+    // warm up, then the idle latency
+    await probe(1_000);
+    const idle = quantiles(await probe(5_000));
+
+    // 10,000 events through the API
+    const started = Date.now();
+    let next = 0;
+    const writer = async () => {
+      while (next < EVENTS) {
+        next += 1;
+        await post(
+          `${app.url}/api/v1/posts`,
+          { title: `bench ${next}`, body: 'webhook bench' },
+          auth,
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: WRITERS }, writer));
+    const written = Date.now();
+    const expected = EVENTS * ENDPOINTS;
+    // the API's latency while the engine drains what is left (no writes any more)
+    const during = [];
+    let drained = false;
+    const drainWatch = (async () => {
+      const deadline = Date.now() + 600_000;
+      while (delivered < expected - EVENTS * 0.1 && Date.now() < deadline) {
+        await sleep(100);
+      }
+      // healthy endpoints complete; the failing one's retries may still run
+      while (latencies.length < EVENTS * (ENDPOINTS - 1) && Date.now() < deadline) {
+        await sleep(100);
+      }
+      drained = true;
+    })();
+    while (!drained) {
+      during.push(...(await probe(500)));
+    }
+    await drainWatch;
+    const healthyDone = lastDelivery;
+    const pending = expected - delivered;
+    const elapsedS = (healthyDone - started) / 1000;
+    const duringQ = quantiles(during);
+    const lat = quantiles(latencies);
+    const result = {
+      events: EVENTS,
+      endpoints: ENDPOINTS,
+      deliveries: expected,
+      delivered_2xx: delivered,
+      failing_endpoint_500s: failedAnswers,
+      still_pending_at_end: pending,
+      writes_s: (written - started) / 1000,
+      delivered_per_s: Math.round(delivered / elapsedS),
+      commit_to_delivery_ms_healthy: { p50: lat.p50, p99: lat.p99, max: lat.max },
+      api_get_ms_idle: { p50: round(idle.p50), p99: round(idle.p99), n: idle.n },
+      api_get_ms_while_delivering: {
+        p50: round(duringQ.p50),
+        p99: round(duringQ.p99),
+        n: duringQ.n,
+      },
+      latency_ratio: {
+        p50: round(duringQ.p50 / idle.p50),
+        p99: round(duringQ.p99 / idle.p99),
+      },
+    };
+    console.log(JSON.stringify(result, null, 2));
+    return result;
+  } finally {
+    app.stop();
+    receiver.closeAllConnections();
+    receiver.close();
+  }
+}
+
+function round(x) {
+  return Math.round(x * 100) / 100;
+}

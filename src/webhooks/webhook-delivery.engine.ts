@@ -1,0 +1,509 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { scopesOf } from '../auth/oauth/oauth-grants.service.js';
+import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
+import { missingScopes } from '../auth/oauth/oauth.scopes.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { DatabaseService } from '../database/database.service.js';
+import {
+  WebhookDeliveriesRepository,
+  type AttemptResult,
+  type WebhookDeliveryRow,
+} from './webhook-deliveries.repository.js';
+import {
+  WebhookEndpointsRepository,
+  type WebhookEndpointRow,
+} from './webhook-endpoints.repository.js';
+import { WebhookEventsRepository, type WebhookEventRow } from './webhook-events.repository.js';
+import { WebhookMetrics, type DeliveryOutcome } from './webhook-metrics.js';
+import { WebhookOutbox } from './webhook-outbox.js';
+import { WebhookScheduler, type ScheduledAttempt } from './webhook-scheduler.js';
+import { WebhookSender } from './webhook-sender.js';
+import { signatureHeaders } from './webhook-signer.js';
+import { newWebhookId, scopeForEventType } from './webhook-types.js';
+import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
+import { WebhooksService } from './webhooks.service.js';
+
+/** The BullMQ queue (only with REDIS_URL). */
+export const WEBHOOK_QUEUE = Symbol('WEBHOOK_QUEUE');
+
+/** What a queued job carries: the delivery and the attempt number it was queued for. */
+export interface DeliveryJob {
+  id: string;
+  attempts: number;
+}
+
+/**
+ * How often an idle in-process worker looks for due rows (events committed here wake it at once, and
+ * its own retries at their time), and the Redis engine for lost jobs.
+ */
+const LOCAL_POLL_MS = 1_000;
+const SWEEP_MS = 2_000;
+const FAN_OUT_BATCH = 100;
+/** Successful attempts are recorded together, one commit per this many milliseconds at most. */
+const SUCCESS_FLUSH_MS = 10;
+
+/**
+ * The delivery engine. Events committed to the outbox are fanned out into one delivery row per
+ * matching endpoint (one instance wins each event); each attempt is claimed with a lease on its row
+ * (one instance makes it), sent, and recorded with its next attempt. With REDIS_URL the attempts
+ * travel as BullMQ jobs shared by every instance; without it this instance's worker claims due rows
+ * itself. Either way the rows are the truth: a lost job or a crashed instance only delays an attempt.
+ */
+@Injectable()
+export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Webhooks');
+  private readonly allowed: AllowedHosts;
+  private readonly sender: WebhookSender;
+  private readonly inFlight = new Set<Promise<void>>();
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private woken = false;
+  private lastSweep = 0;
+  private lastPurge = 0;
+  private lastLoopError = 0;
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private successes: { id: string; result: AttemptResult; at: string }[] = [];
+  private successFlush: Promise<void> | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly db: DatabaseService,
+    private readonly events: WebhookEventsRepository,
+    private readonly endpoints: WebhookEndpointsRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
+    private readonly artifacts: OAuthArtifactsRepository,
+    private readonly outbox: WebhookOutbox,
+    private readonly scheduler: WebhookScheduler,
+    private readonly metrics: WebhookMetrics,
+    private readonly webhooks: WebhooksService,
+    @Optional() @Inject(WEBHOOK_QUEUE) private readonly queue?: Queue<DeliveryJob>,
+  ) {
+    this.allowed = new AllowedHosts(config.webhooks.allowedHosts);
+    this.sender = new WebhookSender(config.webhooks.timeoutMs);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.config.webhooks.deliveryEnabled) {
+      return;
+    }
+    this.queue?.on('error', (err: Error) => {
+      if (Date.now() - this.lastLoopError > 30_000) {
+        this.lastLoopError = Date.now();
+        this.logger.warn(`webhook queue: ${err.message}; the rows stay pending meanwhile`);
+      }
+    });
+    this.outbox.onEnqueued(() => this.wake());
+    this.scheduler.register((attempts) => this.enqueue(attempts));
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.running = false;
+    for (const timer of this.retryTimers) {
+      clearTimeout(timer);
+    }
+    this.wake();
+    await this.loop;
+    // attempts in flight finish (each is bounded by the timeout) so their leases are released
+    await Promise.allSettled([...this.inFlight]);
+    this.sender.close();
+  }
+
+  private wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wakeUp = undefined;
+    this.woken = false;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let busy = false;
+      try {
+        busy = (await this.fanOut()) === FAN_OUT_BATCH;
+        if (this.queue) {
+          await this.sweepLostJobs();
+        } else {
+          busy = (await this.claimLocal()) || busy;
+        }
+        await this.purgeOld();
+      } catch (err) {
+        if (Date.now() - this.lastLoopError > 30_000) {
+          this.lastLoopError = Date.now();
+          this.logger.warn({ err }, 'webhook engine pass failed; retrying');
+        }
+      }
+      if (!busy) {
+        await this.sleep(this.queue ? SWEEP_MS / 2 : LOCAL_POLL_MS);
+      }
+    }
+  }
+
+  // ---- fan-out ----------------------------------------------------------------------------
+
+  /** Turns committed outbox events into delivery rows; returns how many events it looked at. */
+  async fanOut(): Promise<number> {
+    const events = await this.events.undispatched(FAN_OUT_BATCH);
+    if (events.length === 0) {
+      return 0;
+    }
+    const endpoints = await this.endpoints.active();
+    const planned: { eventId: string; rows: WebhookDeliveryRow[] }[] = [];
+    const now = new Date().toISOString();
+    for (const event of events) {
+      const targets: WebhookEndpointRow[] = [];
+      for (const endpoint of endpoints) {
+        const types = JSON.parse(endpoint.events) as string[];
+        if (
+          // an endpoint receives the changes made after it was registered
+          endpoint.created_at <= event.created_at &&
+          types.includes(event.type) &&
+          (await this.partnerScopes(endpoint, event)) !== null
+        ) {
+          targets.push(endpoint);
+        }
+      }
+      planned.push({
+        eventId: event.id,
+        rows: targets.map((endpoint) => ({
+          id: newWebhookId('delivery'),
+          endpoint_id: endpoint.id,
+          event_id: event.id,
+          type: event.type,
+          status: 'pending',
+          attempts: 0,
+          last_status_code: null,
+          last_duration_ms: null,
+          last_error: null,
+          next_attempt_at: now,
+          lease_until: null,
+          created_at: now,
+          updated_at: now,
+        })),
+      });
+    }
+    // one transaction (one commit) for the whole batch; each event goes to whoever marks it first
+    const scheduled = await this.db.transaction(async ({ manager }) => {
+      const won: ScheduledAttempt[] = [];
+      for (const { eventId, rows } of planned) {
+        if (!(await this.events.markDispatched(manager, eventId, now))) {
+          continue;
+        }
+        if (rows.length === 0) {
+          await this.events.delete(manager, eventId);
+        } else {
+          await this.deliveries.insertMany(manager, rows);
+          won.push(...rows.map((r) => ({ id: r.id, attempts: 0, delayMs: 0 })));
+        }
+      }
+      return won;
+    });
+    this.enqueue(scheduled);
+    return events.length;
+  }
+
+  /**
+   * The scopes a partner endpoint's client holds from the event's user (`[]` for a service-wide
+   * endpoint), or null when it may not receive the event: no live grant of that user to that
+   * client, or none covering the event's type.
+   */
+  private async partnerScopes(
+    endpoint: WebhookEndpointRow,
+    event: WebhookEventRow,
+  ): Promise<string[] | null> {
+    if (endpoint.oauth_client_id === null || event.type === 'ping') {
+      return [];
+    }
+    if (event.user_id === null) {
+      return null;
+    }
+    const grants = await this.artifacts.grantsOf(event.user_id, endpoint.oauth_client_id);
+    const scopes = [...new Set(grants.flatMap(scopesOf))];
+    const needed = scopeForEventType(event.type);
+    if (grants.length === 0 || (needed && missingScopes(scopes, [needed]).length > 0)) {
+      return null;
+    }
+    return scopes;
+  }
+
+  // ---- scheduling -------------------------------------------------------------------------
+
+  private enqueue(attempts: ScheduledAttempt[]): void {
+    if (attempts.length === 0) {
+      return;
+    }
+    if (!this.queue) {
+      this.wake();
+      // a retry of this instance's worker starts on time, not at the next poll
+      for (const later of attempts.filter((a) => a.delayMs > 0)) {
+        const timer = setTimeout(() => {
+          this.retryTimers.delete(timer);
+          this.wake();
+        }, later.delayMs + 5);
+        timer.unref();
+        this.retryTimers.add(timer);
+      }
+      return;
+    }
+    this.queue
+      .addBulk(
+        attempts.map((a) => ({
+          name: 'deliver',
+          data: { id: a.id, attempts: a.attempts },
+          opts: {
+            // one job per attempt: adding it again (the sweep) while it waits is a no-op
+            jobId: `${a.id}-${a.attempts}`,
+            delay: Math.max(0, Math.round(a.delayMs)),
+            removeOnComplete: true,
+            removeOnFail: true,
+          },
+        })),
+      )
+      .catch((err: unknown) => {
+        // the rows stay pending: the sweep queues them again once Redis answers
+        this.logger.warn({ err }, 'could not queue webhook deliveries; the sweep will retry');
+      });
+  }
+
+  /** Redis mode: due rows nobody holds whose job was lost (a crash between commit and queueing). */
+  private async sweepLostJobs(): Promise<void> {
+    if (Date.now() - this.lastSweep < SWEEP_MS) {
+      return;
+    }
+    this.lastSweep = Date.now();
+    const now = new Date();
+    const rows = await this.deliveries.unclaimedDue(
+      now.toISOString(),
+      new Date(now.getTime() - SWEEP_MS).toISOString(),
+      500,
+    );
+    this.enqueue(rows.map((r) => ({ id: r.id, attempts: Number(r.attempts), delayMs: 0 })));
+  }
+
+  /** A queued job: makes its attempt if the row is still waiting for exactly that attempt. */
+  async runQueuedAttempt(job: DeliveryJob): Promise<void> {
+    const now = Date.now();
+    const row = await this.deliveries.claimAttempt(
+      job.id,
+      job.attempts,
+      new Date(now).toISOString(),
+      new Date(now + this.leaseMs()).toISOString(),
+    );
+    if (row) {
+      await this.attempt(row);
+    }
+  }
+
+  /** No Redis: claims due rows up to the free concurrency; true when it filled every slot. */
+  private async claimLocal(): Promise<boolean> {
+    const free = this.config.webhooks.concurrency - this.inFlight.size;
+    if (free <= 0) {
+      return false;
+    }
+    const now = Date.now();
+    const rows = await this.deliveries.claimDue(
+      new Date(now).toISOString(),
+      new Date(now + this.leaseMs()).toISOString(),
+      free,
+    );
+    // the claimed rows' endpoints and events in two statements, not two per row
+    const [endpoints, events] = await Promise.all([
+      this.endpoints.findMany([...new Set(rows.map((r) => r.endpoint_id))]),
+      this.events.findMany([...new Set(rows.map((r) => r.event_id))]),
+    ]);
+    const endpointById = new Map(endpoints.map((e) => [e.id, e]));
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    for (const row of rows) {
+      const attempt = this.attempt(row, {
+        endpoint: endpointById.get(row.endpoint_id) ?? null,
+        event: eventById.get(row.event_id) ?? null,
+      })
+        .catch((err: unknown) => this.logger.error({ err }, 'webhook attempt failed'))
+        .finally(() => {
+          this.inFlight.delete(attempt);
+          // claim again once half the slots are free: one claim (one commit) for several rows
+          if (this.inFlight.size <= this.config.webhooks.concurrency / 2) {
+            this.wake();
+          }
+        });
+      this.inFlight.add(attempt);
+    }
+    return rows.length === free;
+  }
+
+  /** An attempt holds its row this long: the timeout, plus room for the database writes around it. */
+  private leaseMs(): number {
+    return this.config.webhooks.timeoutMs + 30_000;
+  }
+
+  // ---- one attempt ------------------------------------------------------------------------
+
+  async attempt(
+    row: WebhookDeliveryRow,
+    loaded?: { endpoint: WebhookEndpointRow | null; event: WebhookEventRow | null },
+  ): Promise<void> {
+    const now = () => new Date().toISOString();
+    const endpoint = loaded ? loaded.endpoint : await this.endpoints.find(row.endpoint_id);
+    if (!endpoint) {
+      await this.deliveries.abandon(row.id, 'the endpoint was deleted', now());
+      return;
+    }
+    if (!endpoint.active || Number(endpoint.active) === 0) {
+      await this.deliveries.abandon(row.id, 'the endpoint is disabled', now());
+      return;
+    }
+    const event = loaded ? loaded.event : await this.events.find(row.event_id);
+    if (!event) {
+      await this.deliveries.abandon(row.id, 'the event has expired', now());
+      return;
+    }
+    const scopes = await this.partnerScopes(endpoint, event);
+    if (scopes === null) {
+      await this.deliveries.abandon(
+        row.id,
+        "the user's grant to the endpoint's OAuth client no longer covers this event",
+        now(),
+      );
+      return;
+    }
+    let object = JSON.parse(event.payload) as Record<string, unknown>;
+    if (
+      endpoint.oauth_client_id !== null &&
+      event.type.startsWith('user.') &&
+      'email' in object &&
+      !scopes.includes('email')
+    ) {
+      object = { ...object, email: null };
+    }
+    const body = JSON.stringify({
+      id: event.id,
+      type: event.type,
+      created_at: event.created_at,
+      data: { object },
+    });
+    const secrets = [endpoint.secret];
+    if (
+      endpoint.previous_secret &&
+      endpoint.previous_secret_expires_at &&
+      endpoint.previous_secret_expires_at > now()
+    ) {
+      secrets.push(endpoint.previous_secret);
+    }
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'Atrium-Webhooks/1',
+      ...signatureHeaders(event.id, body, secrets),
+    };
+
+    let result: AttemptResult;
+    let outcome: DeliveryOutcome;
+    try {
+      const target = await resolveWebhookUrl(endpoint.url, this.allowed);
+      const sent = await this.sender.send(target, headers, body);
+      result = sent;
+      const code = sent.statusCode;
+      outcome =
+        code === null
+          ? sent.timedOut
+            ? 'timeout'
+            : 'error'
+          : code >= 200 && code < 300
+            ? 'succeeded'
+            : code === 410
+              ? 'gone'
+              : 'failed';
+    } catch (err) {
+      if (!(err instanceof UrlRefused)) {
+        throw err;
+      }
+      result = { statusCode: null, durationMs: 0, error: `refused: the URL ${err.message}` };
+      outcome = 'refused';
+    }
+    this.metrics.record(outcome, result.durationMs / 1000);
+
+    const at = now();
+    if (outcome === 'succeeded') {
+      await this.recordSuccess(row.id, result, at);
+      if (endpoint.failing_since !== null) {
+        await this.endpoints.clearFailing(endpoint.id);
+      }
+      return;
+    }
+    if (outcome === 'gone') {
+      await this.deliveries.recordFailure(row.id, result, null, at);
+      await this.webhooks.disableEndpoint(endpoint.id, 'the receiver answered 410 Gone');
+      return;
+    }
+    const attempts = Number(row.attempts);
+    const delayS = this.config.webhooks.retryScheduleS[attempts];
+    const delayMs = delayS === undefined ? undefined : delayS * 1000 * (0.9 + Math.random() * 0.2);
+    const next = delayMs === undefined ? null : new Date(Date.now() + delayMs).toISOString();
+    await this.deliveries.recordFailure(row.id, result, next, at);
+    if (delayMs !== undefined) {
+      this.enqueue([{ id: row.id, attempts: attempts + 1, delayMs }]);
+    }
+    const failingSince = await this.endpoints.markFailing(endpoint.id, at);
+    const failingForS = (Date.parse(at) - Date.parse(failingSince)) / 1000;
+    if (failingForS >= this.config.webhooks.disableAfterS) {
+      await this.webhooks.disableEndpoint(
+        endpoint.id,
+        `every delivery failed for ${Math.round(failingForS)} s (last: ${result.error ?? `HTTP ${result.statusCode}`})`,
+      );
+    }
+  }
+
+  /**
+   * Successes are the common case: they are written together in one transaction (on SQLite each
+   * commit is a disk sync, which a write per delivery would spend thousands of times a second).
+   */
+  private recordSuccess(id: string, result: AttemptResult, at: string): Promise<void> {
+    this.successes.push({ id, result, at });
+    this.successFlush ??= new Promise<void>((resolve) =>
+      setTimeout(resolve, SUCCESS_FLUSH_MS),
+    ).then(async () => {
+      const batch = this.successes;
+      this.successes = [];
+      this.successFlush = undefined;
+      await this.deliveries.recordSuccesses(batch);
+    });
+    return this.successFlush;
+  }
+
+  // ---- retention --------------------------------------------------------------------------
+
+  private async purgeOld(): Promise<void> {
+    if (Date.now() - this.lastPurge < 3_600_000) {
+      return;
+    }
+    this.lastPurge = Date.now();
+    const before = new Date(
+      Date.now() - this.config.webhooks.logRetentionDays * 86_400_000,
+    ).toISOString();
+    await this.deliveries.purge(before);
+    await this.events.purge(before);
+  }
+}

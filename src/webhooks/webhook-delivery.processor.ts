@@ -1,0 +1,44 @@
+import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Job } from 'bullmq';
+import { WebhookDeliveryEngine, type DeliveryJob } from './webhook-delivery.engine.js';
+
+/** BullMQ worker of the deliveries queue: each job is one attempt, claimed on its row first. */
+@Injectable()
+export class WebhookDeliveryProcessor extends WorkerHost {
+  private readonly logger = new Logger('Webhooks');
+
+  constructor(private readonly engine: WebhookDeliveryEngine) {
+    super();
+  }
+
+  private lastError = 0;
+
+  /** Redis down: one warning per 30 s (BullMQ prints every reconnect failure otherwise). */
+  @OnWorkerEvent('error')
+  onError(err: Error): void {
+    if (Date.now() - this.lastError > 30_000) {
+      this.lastError = Date.now();
+      this.logger.warn(`webhook queue worker: ${err.message}; the rows stay pending meanwhile`);
+    }
+  }
+
+  async process(job: Job<DeliveryJob>): Promise<void> {
+    try {
+      await this.engine.runQueuedAttempt(job.data);
+    } catch (err) {
+      // the row stays pending (its lease runs out): the sweep queues the attempt again
+      this.logger.error({ err }, 'webhook attempt failed');
+    }
+  }
+}
+
+/** The processor class bound to this deployment's queue name (it carries REDIS_PREFIX). */
+export function processorFor(
+  queueName: string,
+  concurrency: number,
+): typeof WebhookDeliveryProcessor {
+  class PrefixedWebhookDeliveryProcessor extends WebhookDeliveryProcessor {}
+  Processor(queueName, { concurrency })(PrefixedWebhookDeliveryProcessor);
+  return PrefixedWebhookDeliveryProcessor;
+}

@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import type { TxContext } from '../database/database.service.js';
+import { WebhookEventsRepository } from './webhook-events.repository.js';
+import { newWebhookId, type WebhookEventType } from './webhook-types.js';
+
+/**
+ * Where a change records its webhook event: in the change's own transaction, so an event exists
+ * exactly when the change committed (a crash after the commit loses nothing; a rollback sends
+ * nothing). The delivery engine fans the rows out to the endpoints after the commit.
+ */
+@Injectable()
+export class WebhookOutbox {
+  private readonly listeners: (() => void)[] = [];
+
+  constructor(private readonly events: WebhookEventsRepository) {}
+
+  /**
+   * `object` is the resource's REST representation as an ADMIN reads it (`{id}` for a deletion);
+   * `userId` the user the event is about (the user, the author, the owner, the sender).
+   */
+  async enqueue(
+    tx: TxContext,
+    type: WebhookEventType,
+    object: object,
+    userId: string | null,
+  ): Promise<void> {
+    await this.events.insert(tx.manager, {
+      id: newWebhookId('event'),
+      type,
+      user_id: userId,
+      payload: JSON.stringify(object),
+      created_at: new Date().toISOString(),
+      dispatched_at: null,
+    });
+    tx.afterCommit(() => this.notify());
+  }
+
+  /** The engine asks to be woken when new events committed on this instance. */
+  onEnqueued(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) {
+      listener();
+    }
+  }
+}

@@ -1,0 +1,205 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth/auth.decorators.js';
+import type { Caller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { linkHeader } from '../common/list-query.js';
+import {
+  ApiDoc,
+  ApiNoContent,
+  ApiPage,
+  ApiSingle,
+  ApiStandardErrors,
+} from '../common/openapi/decorators.js';
+import { PublicUrl } from '../common/public-url.js';
+import { CreateWebhookEndpointInput, UpdateWebhookEndpointInput } from './dto/webhook.inputs.js';
+import {
+  WebhookDeliveryResponse,
+  WebhookEndpointResponse,
+  WebhookEndpointWithSecretResponse,
+} from './dto/webhook.responses.js';
+import {
+  WEBHOOK_DELIVERY_LIST_SPEC,
+  WEBHOOK_LIST_SPEC,
+  WebhooksService,
+} from './webhooks.service.js';
+import { ApiResponse } from '@nestjs/swagger';
+import { getSchemaPath } from '@nestjs/swagger';
+
+const ADMIN = { role: Role.ADMIN, scopes: FIRST_PARTY_ONLY } as const;
+const NO_ENDPOINT = 'No such webhook endpoint';
+
+/** 202: the attempt is queued; the body is its delivery row. */
+const ApiAccepted = (description: string) =>
+  ApiResponse({
+    status: 202,
+    description,
+    schema: {
+      type: 'object',
+      required: ['data'],
+      properties: { data: { $ref: getSchemaPath(WebhookDeliveryResponse) } },
+    },
+  });
+
+/** Webhook endpoints and their delivery log (ADMIN; docs/webhooks.md). */
+@ApiTags('webhooks')
+@Controller('webhooks')
+export class WebhooksController {
+  constructor(
+    private readonly webhooks: WebhooksService,
+    private readonly publicUrl: PublicUrl,
+  ) {}
+
+  @Post()
+  @Authenticated(ADMIN)
+  @ApiDoc(
+    'Register a webhook endpoint (ADMIN)',
+    'The signing `secret` is in this response only. A URL that is not https, or whose host resolves to a loopback, private, link-local, shared or metadata address, is refused (422).',
+  )
+  @ApiSingle(WebhookEndpointWithSecretResponse, { status: 201, location: true })
+  @ApiStandardErrors('authenticated-write')
+  async create(
+    @CurrentCaller() caller: Caller,
+    @Body() input: CreateWebhookEndpointInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const endpoint = await this.webhooks.createEndpoint(caller, input);
+    void reply
+      .code(201)
+      .header('Location', `${this.publicUrl.base}/api/v1/webhooks/${endpoint.id}`)
+      .header('Cache-Control', 'no-store');
+    return { data: endpoint };
+  }
+
+  @Get()
+  @Authenticated(ADMIN)
+  @ApiDoc('List webhook endpoints (ADMIN)')
+  @ApiPage(WebhookEndpointResponse, WEBHOOK_LIST_SPEC)
+  @ApiStandardErrors('authenticated')
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.webhooks.listEndpoints(caller, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
+    return { data: page.data, meta: page.meta };
+  }
+
+  @Get(':id')
+  @Authenticated(ADMIN)
+  @ApiDoc('One webhook endpoint (ADMIN)')
+  @ApiSingle(WebhookEndpointResponse)
+  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT })
+  async get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return { data: await this.webhooks.getEndpoint(caller, id) };
+  }
+
+  @Patch(':id')
+  @Authenticated(ADMIN)
+  @ApiDoc(
+    'Change a webhook endpoint (ADMIN)',
+    '`url`, `events`, `description`, `active`. `active: true` enables a disabled endpoint again.',
+  )
+  @ApiSingle(WebhookEndpointResponse)
+  @ApiStandardErrors('authenticated-write', { notFound: NO_ENDPOINT })
+  async update(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() input: UpdateWebhookEndpointInput,
+  ) {
+    return { data: await this.webhooks.updateEndpoint(caller, id, input) };
+  }
+
+  @Delete(':id')
+  @Authenticated(ADMIN)
+  @HttpCode(204)
+  @ApiDoc('Delete a webhook endpoint and its delivery log (ADMIN)')
+  @ApiNoContent('Deleted')
+  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT })
+  async delete(@CurrentCaller() caller: Caller, @Param('id') id: string): Promise<void> {
+    await this.webhooks.deleteEndpoint(caller, id);
+  }
+
+  @Post(':id/secret')
+  @Authenticated(ADMIN)
+  @HttpCode(200)
+  @ApiDoc(
+    'Rotate the signing secret (ADMIN)',
+    'Returns the new secret once; the previous secret also signs every delivery for 24 hours (`previous_secret_expires_at`).',
+  )
+  @ApiSingle(WebhookEndpointWithSecretResponse)
+  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT })
+  async rotateSecret(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    void reply.header('Cache-Control', 'no-store');
+    return { data: await this.webhooks.rotateSecret(caller, id) };
+  }
+
+  @Post(':id/ping')
+  @Authenticated(ADMIN)
+  @HttpCode(202)
+  @ApiDoc(
+    'Send a ping event (ADMIN)',
+    'Queues a `ping` to this endpoint whatever its `events`; the answer is the delivery to follow in the log.',
+  )
+  @ApiAccepted('Queued')
+  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT })
+  async ping(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return { data: await this.webhooks.ping(caller, id) };
+  }
+
+  @Get(':id/deliveries')
+  @Authenticated(ADMIN)
+  @ApiDoc(
+    'The delivery log of an endpoint (ADMIN)',
+    'Newest first: status, attempts, the last response status and duration, the next attempt.',
+  )
+  @ApiPage(WebhookDeliveryResponse, WEBHOOK_DELIVERY_LIST_SPEC)
+  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT })
+  async deliveries(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const page = await this.webhooks.listDeliveries(caller, id, query);
+    void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
+    return { data: page.data, meta: page.meta };
+  }
+
+  @Post(':id/deliveries/:delivery_id/redeliver')
+  @Authenticated(ADMIN)
+  @HttpCode(202)
+  @ApiDoc(
+    'Deliver an event again (ADMIN)',
+    'A new delivery of the same event, with the same `webhook-id`, sent now.',
+  )
+  @ApiAccepted('Queued')
+  @ApiStandardErrors('authenticated', { notFound: 'No such webhook endpoint or delivery' })
+  async redeliver(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Param('delivery_id') deliveryId: string,
+  ) {
+    return { data: await this.webhooks.redeliver(caller, id, deliveryId) };
+  }
+}
