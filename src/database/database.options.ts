@@ -13,6 +13,7 @@ import { ListIndexes1764000000001 } from './migrations/1764000000001-list-indexe
 import { IdempotencyKeys1764100000000 } from './migrations/1764100000000-idempotency-keys.js';
 import { SearchIndex1764300000019 } from './migrations/1764300000019-search-index.js';
 import { IdempotencyCallerRights1764300000024 } from './migrations/1764300000024-idempotency-caller-rights.js';
+import { AdminDashboards1764400000024 } from './migrations/1764400000024-admin-dashboards.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -24,6 +25,7 @@ export const MIGRATIONS = [
   IdempotencyKeys1764100000000,
   SearchIndex1764300000019,
   IdempotencyCallerRights1764300000024,
+  AdminDashboards1764400000024,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

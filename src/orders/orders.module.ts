@@ -5,11 +5,20 @@ import { OrderEntity } from './order.entity.js';
 import { OrdersController } from './orders.controller.js';
 import { OrdersResolver, UserOrdersResolver } from './orders.resolver.js';
 import { OrdersService } from './orders.service.js';
+import { OrdersListController } from './orders-list.controller.js';
+import { OrdersListService } from './orders-list.service.js';
+import { OrdersRepository } from './orders.repository.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([OrderEntity]), UsersModule],
-  controllers: [OrdersController],
-  providers: [OrdersService, OrdersResolver, UserOrdersResolver],
+  controllers: [OrdersListController, OrdersController],
+  providers: [
+    OrdersService,
+    OrdersRepository,
+    OrdersListService,
+    OrdersResolver,
+    UserOrdersResolver,
+  ],
   exports: [OrdersService],
 })
 export class OrdersModule {}

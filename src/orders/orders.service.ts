@@ -224,6 +224,8 @@ export class OrdersService {
       this.counters.add(tx, {
         [CountKeys.ordersOfUser(userId)]: 1,
         [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
+        [CountKeys.orders()]: 1,
+        [CountKeys.ordersByStatus(order.status)]: 1,
       });
     });
     return order;
@@ -282,6 +284,8 @@ export class OrdersService {
       this.counters.add(tx, {
         [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
         [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
+        [CountKeys.ordersByStatus(current.status)]: -1,
+        [CountKeys.ordersByStatus(status)]: 1,
       });
       return { ...current, status, updatedAt };
     });

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
 import type { MaybeCaller } from '../auth/caller.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { LIST_ROW_COST } from '../common/openapi/decorators.js';
+import { FIXED_REQUEST_COST, LIST_ROW_COST } from '../common/openapi/decorators.js';
 import type { AppConfig } from '../config/config.js';
 import {
   BUCKET_GRAPHQL_COST,
@@ -11,6 +11,9 @@ import {
   RateLimitService,
   secondsUntil,
 } from './rate-limit.service.js';
+
+/** What one export costs from the cost budget (docs/admin.md "Exports"). */
+export const EXPORT_COST = 1_000;
 
 /** The page size a list request asks for; undefined when `limit` is invalid (the list answers 400). */
 function requestedLimit(raw: unknown): number | undefined {
@@ -52,10 +55,14 @@ export class ListCostInterceptor implements NestInterceptor {
       rowCost = (Reflect.getMetadata(LIST_ROW_COST, handler) as number | undefined) ?? null;
       this.rowCosts.set(handler, rowCost);
     }
+    const req = context.switchToHttp().getRequest<FastifyRequest & { caller?: MaybeCaller }>();
     if (rowCost === null) {
+      const fixed = Reflect.getMetadata(FIXED_REQUEST_COST, handler) as number | undefined;
+      if (fixed !== undefined) {
+        return this.charge(context, req, 0, fixed).then(() => next.handle());
+      }
       return next.handle(); // not a list: no await, no store call
     }
-    const req = context.switchToHttp().getRequest<FastifyRequest & { caller?: MaybeCaller }>();
     const limit = requestedLimit((req.query as Record<string, unknown>).limit);
     if (limit === undefined) {
       return next.handle();
@@ -86,7 +93,7 @@ export class ListCostInterceptor implements NestInterceptor {
       void reply.header('Retry-After', String(secondsUntil(hit.resetMs)));
       throw rateLimitedError(
         hit.resetMs,
-        `Cost budget exhausted: this page (limit ${limit}) costs ${cost} points, ` +
+        `Cost budget exhausted: ${limit > 0 ? `this page (limit ${limit})` : 'this request'} costs ${cost} points, ` +
           `${Math.max(0, budget - hit.count)} of ${budget} are left`,
       );
     }

@@ -346,6 +346,7 @@ export class UsersService {
       }
       await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
+      await this.counters.forgetOrdersOfUser(tx, id);
       return current;
     });
   }
