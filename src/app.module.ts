@@ -1,3 +1,4 @@
+import { AuditModule } from './audit/audit.module.js';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module.js';
 import { OAuthModule } from './auth/oauth/oauth.module.js';
@@ -28,6 +29,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         CommonModule,
         DatabaseModule,
+        AuditModule,
         RedisModule,
         EventsModule,
         MetricsModule,

@@ -2,7 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { instantParam, wholeParam } from '../common/admin-filters.js';
-import { BadRequest, Forbidden, Unauthorized, type ErrorDetail } from '../common/errors.js';
+import {
+  BadRequest,
+  DomainError,
+  Forbidden,
+  Unauthorized,
+  type ErrorDetail,
+} from '../common/errors.js';
 import { isId } from '../common/ids.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
@@ -68,8 +74,17 @@ export class OrdersListService {
 
   /** The REST query -> a checked filter and list query (400 naming every bad parameter). */
   parse(rawQuery: Record<string, unknown>): { query: ListQuery; filter: OrderFilter } {
-    const query = parseListQuery(rawQuery, ORDERS_ALL_LIST_SPEC);
     const details: ErrorDetail[] = [];
+    let query: ListQuery;
+    try {
+      query = parseListQuery(rawQuery, ORDERS_ALL_LIST_SPEC);
+    } catch (err) {
+      // one 400 naming every bad parameter, the list's own and these
+      if (err instanceof DomainError) {
+        details.push(...(err.details ?? []));
+      }
+      query = parseListQuery({}, ORDERS_ALL_LIST_SPEC);
+    }
     const filter = this.filterFrom(
       {
         status: query.filters.status,

@@ -12,6 +12,7 @@ import {
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { AuditService } from '../audit/audit.service.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
@@ -48,6 +49,7 @@ export class OrdersService {
   constructor(
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
+    private readonly audit: AuditService,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -287,6 +289,14 @@ export class OrdersService {
         [CountKeys.ordersByStatus(current.status)]: -1,
         [CountKeys.ordersByStatus(status)]: 1,
       });
+      if (isAdmin(caller)) {
+        await this.audit.record(manager, {
+          actor: caller,
+          action: 'order.status_changed',
+          target: { type: 'order', id },
+          changes: { status: [current.status, status] },
+        });
+      }
       return { ...current, status, updatedAt };
     });
   }

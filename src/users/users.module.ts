@@ -2,7 +2,9 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';
+import { UsersExportController } from './users-export.controller.js';
 import { UsersService } from './users.service.js';
+import { UsersRepository } from './users.repository.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
 import { AdminResolver } from './admin.resolver.js';
 import { UsersResolver } from './users.resolver.js';
@@ -10,8 +12,15 @@ import { UserAgeExtension } from './user-age.extension.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
-  controllers: [UsersController],
-  providers: [UsersService, AdminBootstrap, UsersResolver, AdminResolver, UserAgeExtension],
+  controllers: [UsersExportController, UsersController],
+  providers: [
+    UsersService,
+    UsersRepository,
+    AdminBootstrap,
+    UsersResolver,
+    AdminResolver,
+    UserAgeExtension,
+  ],
   exports: [UsersService],
 })
 export class UsersModule {}

@@ -4,6 +4,7 @@ import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.
 import { hashPassword } from '../auth/passwords.js';
 import { Role } from '../auth/role.js';
 import {
+  BadRequest,
   Conflict,
   DomainError,
   Forbidden,
@@ -13,7 +14,7 @@ import {
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
@@ -22,6 +23,9 @@ import { RefreshTokensRepository } from '../database/refresh-tokens.repository.j
 import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import { searchRows } from '../search/search-query.js';
+import { AuditService } from '../audit/audit.service.js';
+import { MAX_SEARCH_WORDS } from '../search/search-query.js';
+import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -37,6 +41,20 @@ export const USER_LIST_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: { role: [Role.ADMIN, Role.USER, Role.GUEST] },
+  parameters: {
+    q: {
+      description:
+        'Search: every word must be the start of a word of the name, or (ADMIN callers only) the start of the email; case-insensitive. Results newest first, paged by `page`/`limit` (no `sort` or `cursor` with `q`). Empty -> 400.',
+      schema: { type: 'string', minLength: 1, maxLength: 200 },
+    },
+  },
+};
+
+/** The users export: the list's sort and `role` filter (no search, no paging). */
+export const USER_EXPORT_SPEC: ListSpec<'role'> = {
+  sortFields: USER_LIST_SPEC.sortFields,
+  defaultSort: USER_LIST_SPEC.defaultSort,
+  filters: USER_LIST_SPEC.filters,
 };
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
@@ -85,6 +103,8 @@ export class UsersService {
     private readonly events: EventsService,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly counters: CountersRepository,
+    private readonly audit: AuditService,
+    private readonly usersRepo: UsersRepository,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -128,6 +148,9 @@ export class UsersService {
   async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<User>> {
     this.requireRead(caller);
     const query = parseListQuery(rawQuery, USER_LIST_SPEC);
+    if (rawQuery.q !== undefined) {
+      return this.searchList(caller, rawQuery, query);
+    }
     const role = query.filters.role as Role | undefined;
     const params: unknown[] = [];
     const { rows, meta, next } = await listPage<UserRow>(
@@ -214,6 +237,66 @@ export class UsersService {
     return rows.map(userFromRow);
   }
 
+  /** `?q=`: the user search (UsersRepository), page by page. */
+  private async searchList(
+    caller: Caller,
+    rawQuery: Record<string, unknown>,
+    query: ListQuery,
+  ): Promise<Page<User>> {
+    const tokens = searchQueryTokens(rawQuery.q, 'q');
+    if (rawQuery.sort !== undefined || query.cursor !== undefined) {
+      throw BadRequest('Invalid query parameters', [
+        {
+          field: rawQuery.sort !== undefined ? 'sort' : 'cursor',
+          message: 'a search (q) is ordered newest first and paged by page and limit',
+        },
+      ]);
+    }
+    const { rows, total } = await this.usersRepo.search(
+      tokens,
+      isAdmin(caller),
+      query.filters.role,
+      query.limit,
+      (query.page - 1) * query.limit,
+    );
+    return { data: rows.map(userFromRow), meta: { page: query.page, limit: query.limit, total } };
+  }
+
+  /** The users export: ADMIN only; the list's `role` filter and sort, every live user. */
+  async exportRows(
+    caller: MaybeCaller,
+    rawQuery: Record<string, unknown>,
+  ): Promise<AsyncGenerator<User>> {
+    this.requireAdmin(caller, 'Only administrators can export');
+    const query = parseListQuery(rawQuery, USER_EXPORT_SPEC);
+    const rows = this.usersRepo.scan(query.filters.role, query.sort, SORT_COLUMNS);
+    return (async function* () {
+      for await (const row of rows) {
+        yield userFromRow(row);
+      }
+    })();
+  }
+
+  /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */
+  async searchUsers(
+    caller: MaybeCaller,
+    q: unknown,
+    role: Role | undefined,
+    limit: number,
+    offset: number,
+  ): Promise<{ users: User[]; total: number }> {
+    this.requireRead(caller);
+    const tokens = searchQueryTokens(q, 'query');
+    const { rows, total } = await this.usersRepo.search(
+      tokens,
+      isAdmin(caller),
+      role,
+      limit,
+      offset,
+    );
+    return { users: rows.map(userFromRow), total };
+  }
+
   private pageFilter(q: Pick<UserPageQuery, 'role'>, params: unknown[]): string[] {
     const where = ['deleted_at IS NULL'];
     if (q.role) {
@@ -227,7 +310,7 @@ export class UsersService {
 
   async create(caller: Caller, input: CreateUserInput): Promise<User> {
     this.requireAdmin(caller, 'Only administrators can create users');
-    return this.db.transaction((tx) => this.insert(tx, input));
+    return this.db.transaction((tx) => this.insertAudited(tx, caller, input));
   }
 
   /** POST /auth/register: anyone may create a USER for themself. */
@@ -290,6 +373,12 @@ export class UsersService {
         [CountKeys.usersByRole(entity.role)]: -1,
         [CountKeys.usersByRole(Role.ADMIN)]: 1,
       });
+      await this.audit.record(manager, {
+        actor: 'system',
+        action: 'admin.promoted_at_boot',
+        target: { type: 'user', id: entity.id },
+        changes: { role: [entity.role, Role.ADMIN] },
+      });
       const promoted = userFromEntity({ ...entity, ...changes });
       tx.afterCommit(() => this.events.userUpdated(promoted));
       return {
@@ -317,11 +406,22 @@ export class UsersService {
     patch: PatchUserInput,
     precondition?: Precondition,
   ): Promise<User> {
-    return this.db.transaction((tx) => this.applyUpdate(tx, caller, id, patch, precondition));
+    return this.auditingRefusal(
+      caller,
+      this.db.transaction((tx) => this.applyUpdate(tx, caller, id, patch, precondition)),
+    );
   }
 
   /** Soft delete; deleting an already deleted user succeeds again (idempotent). */
   async remove(caller: Caller, id: string, precondition?: Precondition): Promise<User | undefined> {
+    return this.auditingRefusal(caller, this.removeOnce(caller, id, precondition));
+  }
+
+  private removeOnce(
+    caller: Caller,
+    id: string,
+    precondition?: Precondition,
+  ): Promise<User | undefined> {
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
       if (!isId('user', id)) {
@@ -342,11 +442,16 @@ export class UsersService {
         throw PreconditionFailed();
       }
       if (entity.role === Role.ADMIN) {
-        await this.requireAnotherAdmin(manager, id);
+        await this.requireAnotherAdmin(manager, id, {});
       }
       await manager.update(UserEntity, { id }, { deletedAt: nowIso() });
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       await this.counters.forgetOrdersOfUser(tx, id);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'user.deleted',
+        target: { type: 'user', id },
+      });
       return current;
     });
   }
@@ -362,7 +467,8 @@ export class UsersService {
         { field: 'operations', message: `operations must contain at most ${MAX_BATCH} elements` },
       ]);
     }
-    return this.db.transaction(async (tx) => {
+    let refused: LastAdminRefusal | undefined;
+    const done = this.db.transaction(async (tx) => {
       // before any operation locks a user row (a later demotion would wait for the lock holding it)
       if (operations.some(setsRole)) {
         await this.lockAdmins(tx.manager);
@@ -372,10 +478,19 @@ export class UsersService {
         try {
           results.push(await this.batchOperation(tx, caller, raw));
         } catch (err) {
+          if (err instanceof LastAdminRefusal) {
+            refused = err;
+          }
           throw withIndex(err, index);
         }
       }
       return results;
+    });
+    return done.catch(async (err: unknown) => {
+      if (refused) {
+        await this.recordRefusal(caller, refused);
+      }
+      throw err;
     });
   }
 
@@ -395,7 +510,7 @@ export class UsersService {
     if (op.op === 'create') {
       this.requireAdmin(caller, 'Only administrators can create users');
       const input = await validateInput(CreateUserInput, op.data);
-      return { op: 'create', status: 201, user: await this.insert(tx, input) };
+      return { op: 'create', status: 201, user: await this.insertAudited(tx, caller, input) };
     }
     if (typeof op.id !== 'string') {
       throw new DomainError('validation_failed', 'Invalid operation', [
@@ -454,7 +569,7 @@ export class UsersService {
       throw PreconditionFailed();
     }
     if (entity.role === Role.ADMIN && patch.role !== undefined && patch.role !== Role.ADMIN) {
-      await this.requireAnotherAdmin(tx.manager, id);
+      await this.requireAnotherAdmin(tx.manager, id, { role: [entity.role, patch.role] });
     }
     const changes: Partial<UserEntity> = {};
     if (patch.name !== undefined) {
@@ -483,6 +598,21 @@ export class UsersService {
       await this.refreshTokens.revokeUser(tx.manager, id);
     }
     await this.writeGuarded(() => tx.manager.update(UserEntity, { id }, changes));
+    if (changes.role !== undefined) {
+      await this.audit.record(tx.manager, {
+        actor: caller,
+        action: 'user.role_changed',
+        target: { type: 'user', id },
+        changes: { role: [entity.role, changes.role] },
+      });
+    }
+    if (changes.passwordHash !== undefined && isAdmin(caller)) {
+      await this.audit.record(tx.manager, {
+        actor: caller,
+        action: 'user.password_set',
+        target: { type: 'user', id },
+      });
+    }
     const updated = userFromEntity({ ...entity, ...changes });
     tx.afterCommit(() => this.events.userUpdated(updated));
     return updated;
@@ -510,14 +640,58 @@ export class UsersService {
     }
   }
 
+  /** A user created by an ADMIN (POST /users, batch, GraphQL): audited in the same transaction. */
+  private async insertAudited(
+    tx: TxContext,
+    caller: Caller,
+    input: CreateUserInput,
+  ): Promise<User> {
+    const user = await this.insert(tx, input);
+    await this.audit.record(tx.manager, {
+      actor: caller,
+      action: 'user.created',
+      target: { type: 'user', id: user.id },
+      changes: {
+        name: [null, user.name],
+        email: [null, user.email],
+        role: [null, user.role],
+        age: [null, user.age],
+      },
+    });
+    return user;
+  }
+
+  /** A last-admin refusal rolled its change back: it is audited on its own (admin.removal_refused). */
+  private auditingRefusal<T>(caller: Caller, work: Promise<T>): Promise<T> {
+    return work.catch(async (err: unknown) => {
+      if (err instanceof LastAdminRefusal) {
+        await this.recordRefusal(caller, err);
+      }
+      throw err;
+    });
+  }
+
+  private async recordRefusal(caller: Caller, refusal: LastAdminRefusal): Promise<void> {
+    await this.audit.recordAlone({
+      actor: caller,
+      action: 'admin.removal_refused',
+      target: { type: 'user', id: refusal.userId },
+      changes: refusal.changes,
+    });
+  }
+
   /** 409 unless a live ADMIN other than `id` exists (call with the last-admin lock held). */
-  private async requireAnotherAdmin(manager: EntityManager, id: string): Promise<void> {
+  private async requireAnotherAdmin(
+    manager: EntityManager,
+    id: string,
+    refused: Record<string, [unknown, unknown]>,
+  ): Promise<void> {
     const others = await manager.query<{ id: string }[]>(
       `SELECT id FROM users WHERE role = ${this.db.p(1)} AND deleted_at IS NULL AND id <> ${this.db.p(2)} LIMIT 1`,
       [Role.ADMIN, id],
     );
     if (others.length === 0) {
-      throw Conflict(LAST_ADMIN_MESSAGE);
+      throw new LastAdminRefusal(id, refused);
     }
   }
 
@@ -555,6 +729,30 @@ export class UsersService {
     if (!hasRole(caller, Role.USER) || caller.userId !== id) {
       throw Forbidden('You may only change your own user');
     }
+  }
+}
+
+/** A search text as tokens: empty (or only separators) or too many words -> 400 naming `name`. */
+function searchQueryTokens(q: unknown, name: string): SearchToken[] {
+  const tokens = typeof q === 'string' && q.length <= 200 ? searchTokens(q) : [];
+  if (tokens.length === 0 || tokens.length > MAX_SEARCH_WORDS) {
+    throw BadRequest('Invalid query parameters', [
+      {
+        field: name,
+        message: `${name} must hold 1 to ${MAX_SEARCH_WORDS} words (at most 200 characters)`,
+      },
+    ]);
+  }
+  return tokens;
+}
+
+/** The last-admin 409, carrying what was refused for the audit log. */
+class LastAdminRefusal extends DomainError {
+  constructor(
+    readonly userId: string,
+    readonly changes: Record<string, [unknown, unknown]>,
+  ) {
+    super('conflict', LAST_ADMIN_MESSAGE);
   }
 }
 

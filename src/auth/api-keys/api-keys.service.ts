@@ -6,6 +6,7 @@ import { isId, newId, nowIso } from '../../common/ids.js';
 import { orderBySql, parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
 import { TokenService } from '../token.service.js';
+import { AuditService } from '../../audit/audit.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
 
@@ -34,6 +35,7 @@ export class ApiKeysService {
   constructor(
     private readonly db: DatabaseService,
     private readonly tokens: TokenService,
+    private readonly audit: AuditService,
   ) {}
 
   async create(caller: Caller, input: CreateApiKeyInput): Promise<CreatedApiKeyResponse> {
@@ -76,13 +78,24 @@ export class ApiKeysService {
       created_at: nowIso(),
     };
     const p = (n: number) => this.db.p(n);
-    await this.db.transaction(({ manager }) =>
-      manager.query(
+    await this.db.transaction(async ({ manager }) => {
+      await manager.query(
         `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, role, expires_at, last_used_at, revoked_at, created_at)
          VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, NULL, NULL, ${p(8)})`,
         [key.id, key.user_id, key.name, key.prefix, hash, key.role, key.expires_at, key.created_at],
-      ),
-    );
+      );
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'api_key.created',
+        target: { type: 'api_key', id: key.id },
+        changes: {
+          name: [null, key.name],
+          role: [null, key.role],
+          user_id: [null, key.user_id],
+          expires_at: [null, key.expires_at],
+        },
+      });
+    });
     return { ...key, key: token };
   }
 
@@ -138,12 +151,19 @@ export class ApiKeysService {
     if (key.revoked_at !== null) {
       return;
     }
-    await this.db.transaction(({ manager }) =>
-      manager.query(`UPDATE api_keys SET revoked_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`, [
-        nowIso(),
-        id,
-      ]),
-    );
+    const revokedAt = nowIso();
+    await this.db.transaction(async ({ manager }) => {
+      await manager.query(
+        `UPDATE api_keys SET revoked_at = ${this.db.p(1)} WHERE id = ${this.db.p(2)}`,
+        [revokedAt, id],
+      );
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'api_key.revoked',
+        target: { type: 'api_key', id },
+        changes: { revoked_at: [null, revokedAt] },
+      });
+    });
   }
 }
 
