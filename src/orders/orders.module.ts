@@ -8,6 +8,7 @@ import { OrdersService } from './orders.service.js';
 import { OrdersListController } from './orders-list.controller.js';
 import { OrdersListService } from './orders-list.service.js';
 import { OrdersRepository } from './orders.repository.js';
+import { OrdersListResolver } from './orders-list.resolver.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([OrderEntity]), UsersModule],
@@ -16,6 +17,7 @@ import { OrdersRepository } from './orders.repository.js';
     OrdersService,
     OrdersRepository,
     OrdersListService,
+    OrdersListResolver,
     OrdersResolver,
     UserOrdersResolver,
   ],
