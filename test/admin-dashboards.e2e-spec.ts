@@ -10,6 +10,7 @@ import {
   type CreatedUser,
 } from './helpers/factories.js';
 import { client, type Client } from './helpers/http.js';
+import { codes, gql } from './graphql-client.js';
 
 /**
  * Admin dashboards (docs/admin.md): the orders list across users, the user search, the audit log
@@ -442,6 +443,103 @@ describe('admin dashboards', () => {
       });
       expect(bad.status).toBe(400);
       expect((await fetch(`${t.url}/api/v1/users/export`)).status).toBe(401);
+    });
+  });
+
+  describe('GraphQL', () => {
+    const adminAuth = async () => ({ bearer: (await tokenHeader()).slice('Bearer '.length) });
+
+    it('orders(filter, first, after, orderBy) pages the list across users', async () => {
+      const query = `query($f: OrderFilter, $first: Int, $after: String) {
+        orders(filter: $f, first: $first, after: $after, orderBy: {field: TOTAL_CENTS, direction: DESC}) {
+          totalCount nodes { id totalCents } pageInfo { hasNextPage endCursor } } }`;
+      const f = { userId: alice.id, minTotalCents: 500 };
+      const first = await gql(t.url, query, {
+        auth: await adminAuth(),
+        variables: { f, first: 1 },
+      });
+      expect(first.body.errors).toBeUndefined();
+      expect(first.body.data.orders).toMatchObject({
+        totalCount: 2,
+        nodes: [{ totalCents: 900 }],
+        pageInfo: { hasNextPage: true },
+      });
+      const second = await gql(t.url, query, {
+        auth: await adminAuth(),
+        variables: { f, first: 1, after: first.body.data.orders.pageInfo.endCursor },
+      });
+      expect(second.body.data.orders).toMatchObject({
+        nodes: [{ totalCents: 500 }],
+        pageInfo: { hasNextPage: false },
+      });
+      const since = await gql(
+        t.url,
+        `query($f: OrderFilter) { orders(filter: $f) { nodes { id } } }`,
+        {
+          auth: await adminAuth(),
+          variables: { f: { userId: alice.id, createdAfter: orders[1].created_at } },
+        },
+      );
+      expect(since.body.data.orders.nodes).toEqual([{ id: orders[2].id }]);
+    });
+
+    it('orders: a USER naming another user is FORBIDDEN, their own list is theirs', async () => {
+      const other = await gql(
+        t.url,
+        `query($u: ID) { orders(filter: {userId: $u}) { totalCount } }`,
+        {
+          auth: { bearer: alice.token },
+          variables: { u: bob.id },
+        },
+      );
+      expect(codes(other.body)).toEqual(['FORBIDDEN']);
+      expect(other.body.data?.orders ?? null).toBeNull();
+      const own = await gql(t.url, '{ orders { totalCount nodes { id } } }', {
+        auth: { bearer: alice.token },
+      });
+      expect(own.body.data.orders.totalCount).toBe(3);
+    });
+
+    it('users(query:) matches emails for ADMINs only', async () => {
+      const q = `query($q: String) { users(query: $q) { totalCount nodes { id } } }`;
+      const prefix = alice.email.slice(0, 6);
+      const asAdmin = await gql(t.url, q, { auth: await adminAuth(), variables: { q: prefix } });
+      expect(asAdmin.body.data.users.nodes.map((u: any) => u.id)).toEqual([alice.id]);
+      const asUser = await gql(t.url, q, { auth: { bearer: bob.token }, variables: { q: prefix } });
+      expect(asUser.body.data.users).toEqual({ totalCount: 0, nodes: [] });
+      const empty = await gql(t.url, q, { auth: await adminAuth(), variables: { q: ' ' } });
+      expect(codes(empty.body)).toEqual(['BAD_USER_INPUT']);
+    });
+
+    it('auditEvents lists entries (ADMIN only) and a GraphQL change is audited with its request id', async () => {
+      const u = await createUser(t.url);
+      const res = await gql(
+        t.url,
+        `mutation($id: ID!) { updateUser(id: $id, input: {role: GUEST}) { id role } }`,
+        { auth: await adminAuth(), variables: { id: u.id } },
+      );
+      expect(res.body.errors).toBeUndefined();
+      const list = await gql(
+        t.url,
+        `query($f: AuditEventFilter) { auditEvents(filter: $f, first: 5) {
+          totalCount nodes { action actor { type id } target { id } changes { field old new } requestId } } }`,
+        {
+          auth: await adminAuth(),
+          variables: { f: { targetId: u.id, action: 'user.role_changed' } },
+        },
+      );
+      expect(list.body.errors).toBeUndefined();
+      expect(list.body.data.auditEvents.totalCount).toBe(1);
+      expect(list.body.data.auditEvents.nodes[0]).toMatchObject({
+        action: 'user.role_changed',
+        target: { id: u.id },
+        changes: [{ field: 'role', old: '"USER"', new: '"GUEST"' }],
+        requestId: res.headers.get('x-request-id'),
+      });
+      const denied = await gql(t.url, '{ auditEvents { totalCount } }', {
+        auth: { bearer: bob.token },
+      });
+      expect(codes(denied.body)).toEqual(['FORBIDDEN']);
     });
   });
 
