@@ -9,7 +9,7 @@ import {
   unique,
   type CreatedUser,
 } from './helpers/factories.js';
-import { client, type Client } from './helpers/http.js';
+import { client, type Client, type TestResponse } from './helpers/http.js';
 import { codes, gql } from './graphql-client.js';
 
 /**
@@ -157,10 +157,12 @@ describe('admin dashboards', () => {
       const seen: number[] = [];
       let url: string | undefined = `/api/v1/orders?${q}&sort=-total_cents&limit=1`;
       while (url) {
-        const page = await admin.get(url);
+        const page: TestResponse = await admin.get(url);
         expect(page.status).toBe(200);
         seen.push(...page.body.data.map((o: any) => o.total_cents));
-        const next = /<([^>]+)>; rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
+        const next: string | undefined = /<([^>]+)>; rel="next"/.exec(
+          page.headers.get('link') ?? '',
+        )?.[1];
         url = next ? next.replace(/^http:\/\/atrium\.test/, '') : undefined;
       }
       expect(seen).toEqual([900, 500, 100]);
@@ -424,7 +426,9 @@ describe('admin dashboards', () => {
       const lines = (await res.text()).trimEnd().split('\r\n');
       expect(lines[0]).toBe('id,name,email,role,age,created_at,updated_at');
       expect(
-        lines.some((l) => l.startsWith(`${alice.id},${alice.body.name},${alice.email},USER`)),
+        lines.some((l) =>
+          l.startsWith(`${alice.id},${String(alice.body.name)},${alice.email},USER`),
+        ),
       ).toBe(true);
       expect(lines.slice(1).every((l) => l.split(',')[3] === 'USER')).toBe(true);
     });

@@ -10,7 +10,7 @@ const METHODS = ['get', ...WRITES];
 interface Parameter {
   name: string;
   in: string;
-  schema?: { enum?: string[]; default?: unknown; example?: unknown };
+  schema?: { enum?: string[]; default?: unknown; example?: unknown; pattern?: string };
 }
 type Operation = { parameters?: Parameter[]; security?: object[] };
 

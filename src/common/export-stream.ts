@@ -26,7 +26,7 @@ function csvField(value: unknown): string {
   if (value === null || value === undefined) {
     return '';
   }
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value as string | number);
+  const text = typeof value === 'string' ? value : JSON.stringify(value); // numbers, booleans, objects as JSON
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
