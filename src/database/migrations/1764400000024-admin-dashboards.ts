@@ -6,7 +6,7 @@ import { ADMIN_RECOUNT_SQL } from '../counters.repository.js';
  * - `audit_events`, append-only: newest-first pages and the `actor_id`/`target_id`/`action` filters
  *   are each one index range ending in `(at, id)`;
  * - indexes for the orders list across users: each sort (`created_at`, `total_cents`), alone and
- *   after the `status` filter, ending in `id` for the keyset order;
+ *   after the `status` and `user_id` filters, ending in `id` for the keyset order;
  * - an index for the e-mail prefix match of the user search (PostgreSQL: in the "C" collation, so a
  *   prefix is one byte range whatever the database's collation);
  * - the counters of the orders list across users (orders of live users, and per status), backfilled.
@@ -16,6 +16,12 @@ const ORDER_INDEXES = [
   new TableIndex({ name: 'ix_orders_total', columnNames: ['total_cents', 'id'] }),
   new TableIndex({ name: 'ix_orders_status_created', columnNames: ['status', 'created_at', 'id'] }),
   new TableIndex({ name: 'ix_orders_status_total', columnNames: ['status', 'total_cents', 'id'] }),
+  // one user's orders by total (the user_id filter with sort=total_cents), and of one status
+  new TableIndex({ name: 'ix_orders_user_total', columnNames: ['user_id', 'total_cents', 'id'] }),
+  new TableIndex({
+    name: 'ix_orders_user_status_total',
+    columnNames: ['user_id', 'status', 'total_cents', 'id'],
+  }),
 ];
 
 const AUDIT_INDEXES = [
