@@ -1,7 +1,7 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth/auth.decorators.js';
+import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
 import type { Caller } from '../auth/caller.js';
 import { Role } from '../auth/role.js';
 import { linkHeader } from '../common/list-query.js';
@@ -19,7 +19,7 @@ export class AuditController {
   ) {}
 
   @Get()
-  @Authenticated({ role: Role.ADMIN, scopes: FIRST_PARTY_ONLY })
+  @Authenticated({ role: Role.ADMIN, scopes: ['users:read'] })
   @ApiDoc(
     'List audit entries (ADMIN)',
     'Newest first. `since` is strictly later, `until` up to and including. Entries are append-only: no route changes or deletes one.',

@@ -20,6 +20,7 @@ import type { AuditEvent } from './audit-event.js';
 import { AuditService } from './audit.service.js';
 
 @ObjectType('AuditActor')
+@Directive('@auth(scopes: ["users:read"])')
 export class AuditActorModel {
   @Field({ description: '`user`, `api_key`, `oauth_client` or `system`.' })
   type!: string;
@@ -29,6 +30,7 @@ export class AuditActorModel {
 }
 
 @ObjectType('AuditTarget')
+@Directive('@auth(scopes: ["users:read"])')
 export class AuditTargetModel {
   @Field()
   type!: string;
@@ -38,6 +40,7 @@ export class AuditTargetModel {
 }
 
 @ObjectType('AuditChange')
+@Directive('@auth(scopes: ["users:read"])')
 export class AuditChangeModel {
   @Field({ description: 'The REST member name.' })
   field!: string;
@@ -49,8 +52,9 @@ export class AuditChangeModel {
   new!: string;
 }
 
-/** An audit entry (docs/admin.md "Audit log"); no `@auth(scopes:)`: partner apps never read it. */
+/** An audit entry (docs/admin.md "Audit log"). */
 @ObjectType('AuditEvent')
+@Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
 export class AuditEventModel {
   @Field(() => ID)
@@ -82,6 +86,7 @@ export class AuditEventModel {
 }
 
 @ObjectType('AuditEventConnection')
+@Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
 export class AuditEventConnection extends Connection(AuditEventModel, 'AuditEvent') {}
 
@@ -127,9 +132,9 @@ export class AuditResolver {
 
   @Query(() => AuditEventConnection, {
     nullable: true,
-    description: 'The audit log, newest first (ADMIN only; not for partner apps).',
+    description: 'The audit log, newest first (ADMIN only).',
   })
-  @Directive('@auth(requires: ADMIN)')
+  @Directive('@auth(requires: ADMIN, scopes: ["users:read"])')
   async auditEvents(
     @Context() ctx: GqlContext,
     @Args('filter', { type: () => AuditEventFilterInput, nullable: true })
