@@ -161,7 +161,12 @@ export class OrdersListService {
         next: null,
       });
     }
-    return this.orders.page(resolved.filter, resolved.liveOwner, query, this.total(resolved));
+    return this.orders.pageAcrossUsers(
+      resolved.filter,
+      resolved.liveOwner,
+      query,
+      this.total(resolved),
+    );
   }
 
   /**
@@ -179,7 +184,7 @@ export class OrdersListService {
       filter.minTotalCents !== undefined ||
       filter.maxTotalCents !== undefined;
     if (ranged) {
-      return this.orders.count(filter, liveOwner);
+      return this.orders.countAcrossUsers(filter, liveOwner);
     }
     const { status, userId } = filter;
     if (userId !== undefined) {
@@ -203,14 +208,18 @@ export class OrdersListService {
       if (resolved.empty) {
         return;
       }
-      for await (const row of rows.scan(resolved.filter, resolved.liveOwner, query.sort)) {
+      for await (const row of rows.scanAcrossUsers(
+        resolved.filter,
+        resolved.liveOwner,
+        query.sort,
+      )) {
         yield orderFromRow(row);
       }
     })();
   }
 
   cursorOf(row: OrderRow, query: ListQuery): string {
-    return this.orders.cursorOf(row, query.sort);
+    return this.orders.cursorAcrossUsers(row, query.sort);
   }
 
   private requireOrderRole(caller: MaybeCaller): asserts caller is Caller {

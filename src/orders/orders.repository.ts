@@ -34,7 +34,7 @@ export class OrdersRepository {
   constructor(private readonly db: DatabaseService) {}
 
   /** WHERE terms and their parameters. `liveOwner`: the owner is known to be live (no check). */
-  private where(filter: OrderFilter, liveOwner: boolean, params: unknown[]): string[] {
+  private acrossUsersWhere(filter: OrderFilter, liveOwner: boolean, params: unknown[]): string[] {
     const where: string[] = [];
     const bind = (v: unknown) => {
       params.push(v);
@@ -67,14 +67,14 @@ export class OrdersRepository {
   }
 
   /** One page; `total` from the caller (counters, or `count` below). */
-  page(
+  pageAcrossUsers(
     filter: OrderFilter,
     liveOwner: boolean,
     query: ListQuery,
     total: Promise<number>,
   ): Promise<ListPage<OrderRow>> {
     const params: unknown[] = [];
-    const where = this.where(filter, liveOwner, params);
+    const where = this.acrossUsersWhere(filter, liveOwner, params);
     return listPage<OrderRow>(
       this.db,
       {
@@ -91,9 +91,9 @@ export class OrdersRepository {
   }
 
   /** Exact count of the matching orders (range filters; the counters answer the others). */
-  async count(filter: OrderFilter, liveOwner: boolean): Promise<number> {
+  async countAcrossUsers(filter: OrderFilter, liveOwner: boolean): Promise<number> {
     const params: unknown[] = [];
-    const where = this.where(filter, liveOwner, params);
+    const where = this.acrossUsersWhere(filter, liveOwner, params);
     const rows = await this.db.query<{ n: number | string }>(
       `SELECT COUNT(*) AS n FROM orders${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
       params,
@@ -105,7 +105,7 @@ export class OrdersRepository {
    * Every matching order in the list's order, in batches of EXPORT_BATCH rows, each batch a keyset
    * range after the previous one: memory stays at one batch whatever the number of rows.
    */
-  async *scan(
+  async *scanAcrossUsers(
     filter: OrderFilter,
     liveOwner: boolean,
     sort: readonly SortTerm[],
@@ -113,7 +113,7 @@ export class OrdersRepository {
     let after: { values: (string | number)[]; id: string } | undefined;
     for (;;) {
       const params: unknown[] = [];
-      const where = this.where(filter, liveOwner, params);
+      const where = this.acrossUsersWhere(filter, liveOwner, params);
       if (after) {
         where.push(keysetAfterSql(sort, ORDER_SORT_COLUMNS, after, (n) => this.db.p(n), params));
       }
@@ -140,7 +140,7 @@ export class OrdersRepository {
   }
 
   /** GraphQL cursor of a row in this list's order (same format as the REST cursors). */
-  cursorOf(row: OrderRow, sort: readonly SortTerm[]): string {
+  cursorAcrossUsers(row: OrderRow, sort: readonly SortTerm[]): string {
     const r = row as OrderRow & Record<string, string | number>;
     return encodeListCursor(
       orderKeyOf('orders-all', sort),

@@ -9,7 +9,7 @@ import { ApiDoc, ApiExport } from '../common/openapi/decorators.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
 import { UserResponse } from './dto/user.response.js';
 import { toRestUser } from './users.mapper.js';
-import { USER_EXPORT_SPEC, UsersService } from './users.service.js';
+import { USER_EXPORT_SPEC, UserSearchService } from './user-search.service.js';
 
 const USER_EXPORT_COLUMNS = [
   'id',
@@ -25,7 +25,7 @@ const USER_EXPORT_COLUMNS = [
 @ApiTags('users')
 @Controller('users')
 export class UsersExportController {
-  constructor(private readonly users: UsersService) {}
+  constructor(private readonly users: UserSearchService) {}
 
   @Get('export')
   @Authenticated({ role: Role.ADMIN, scopes: ['users:read'] })

@@ -5,6 +5,7 @@ import { UsersController } from './users.controller.js';
 import { UsersExportController } from './users-export.controller.js';
 import { UsersService } from './users.service.js';
 import { UsersRepository } from './users.repository.js';
+import { UserSearchService } from './user-search.service.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
 import { AdminResolver } from './admin.resolver.js';
 import { UsersResolver } from './users.resolver.js';
@@ -16,6 +17,7 @@ import { UserAgeExtension } from './user-age.extension.js';
   providers: [
     UsersService,
     UsersRepository,
+    UserSearchService,
     AdminBootstrap,
     UsersResolver,
     AdminResolver,

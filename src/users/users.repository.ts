@@ -24,7 +24,7 @@ export interface SearchToken {
 export class UsersRepository {
   constructor(private readonly db: DatabaseService) {}
 
-  private where(
+  private searchWhere(
     tokens: readonly SearchToken[],
     emails: boolean,
     role: string | undefined,
@@ -61,12 +61,16 @@ export class UsersRepository {
   }
 
   /** The users export's rows (see scanUsers). */
-  scan(role: string | undefined, sort: readonly SortTerm[], columns: Record<string, string>) {
+  scanForExport(
+    role: string | undefined,
+    sort: readonly SortTerm[],
+    columns: Record<string, string>,
+  ) {
     return scanUsers(this.db, role, sort, columns);
   }
 
   /** One page (OFFSET) and the exact number of matches. */
-  async search(
+  async searchPage(
     tokens: readonly SearchToken[],
     emails: boolean,
     role: string | undefined,
@@ -74,7 +78,7 @@ export class UsersRepository {
     offset: number,
   ): Promise<{ rows: UserRow[]; total: number }> {
     const params: unknown[] = [];
-    const where = this.where(tokens, emails, role, params).join(' AND ');
+    const where = this.searchWhere(tokens, emails, role, params).join(' AND ');
     const n = params.length;
     const rowsSql = `SELECT ${USER_COLUMNS} FROM users WHERE ${where}
       ORDER BY created_at DESC, id DESC LIMIT ${this.db.p(n + 1)} OFFSET ${this.db.p(n + 2)}`;

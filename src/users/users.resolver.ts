@@ -35,6 +35,7 @@ import { AdminModel, UserConnection, UserModel, UserOrder, UserOrderField } from
 import { userLoader } from './users.loaders.js';
 import { canSeeEmail, toAdminModel } from './users.mapper.js';
 import { UsersService, type UserPageQuery } from './users.service.js';
+import { UserSearchService } from './user-search.service.js';
 
 function orderValue(user: User, field: UserOrderField): string {
   switch (field) {
@@ -57,6 +58,7 @@ function callerOf(ctx: GqlContext): Caller {
 export class UsersResolver {
   constructor(
     private readonly service: UsersService,
+    private readonly userSearch: UserSearchService,
     nodes: NodeRegistry,
   ) {
     nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
@@ -154,7 +156,7 @@ export class UsersResolver {
         { field: 'after', message: 'after is not a cursor of this search' },
       ]);
     }
-    const { users, total } = await this.service.searchUsers(
+    const { users, total } = await this.userSearch.searchUsers(
       ctx.caller,
       query,
       args.role ?? undefined,

@@ -4,7 +4,6 @@ import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.
 import { hashPassword } from '../auth/passwords.js';
 import { Role } from '../auth/role.js';
 import {
-  BadRequest,
   Conflict,
   DomainError,
   Forbidden,
@@ -14,7 +13,7 @@ import {
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import { validateInput } from '../common/validation.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
@@ -24,8 +23,7 @@ import { listPage } from '../database/list-page.js';
 import { EventsService } from '../events/events.service.js';
 import { searchRows } from '../search/search-query.js';
 import { AuditService } from '../audit/audit.service.js';
-import { MAX_SEARCH_WORDS } from '../search/search-query.js';
-import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';
+import { UserSearchService } from './user-search.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -48,13 +46,6 @@ export const USER_LIST_SPEC: ListSpec<'role'> = {
       schema: { type: 'string', minLength: 1, maxLength: 200 },
     },
   },
-};
-
-/** The users export: the list's sort and `role` filter (no search, no paging). */
-export const USER_EXPORT_SPEC: ListSpec<'role'> = {
-  sortFields: USER_LIST_SPEC.sortFields,
-  defaultSort: USER_LIST_SPEC.defaultSort,
-  filters: USER_LIST_SPEC.filters,
 };
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
@@ -104,7 +95,7 @@ export class UsersService {
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly counters: CountersRepository,
     private readonly audit: AuditService,
-    private readonly usersRepo: UsersRepository,
+    private readonly userSearch: UserSearchService,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -149,7 +140,7 @@ export class UsersService {
     this.requireRead(caller);
     const query = parseListQuery(rawQuery, USER_LIST_SPEC);
     if (rawQuery.q !== undefined) {
-      return this.searchList(caller, rawQuery, query);
+      return this.userSearch.searchList(caller, rawQuery, query);
     }
     const role = query.filters.role as Role | undefined;
     const params: unknown[] = [];
@@ -235,66 +226,6 @@ export class UsersService {
     this.requireRead(caller);
     const rows = await searchRows<UserRow>(this.db, 'users', USER_COLUMNS, words, limit);
     return rows.map(userFromRow);
-  }
-
-  /** `?q=`: the user search (UsersRepository), page by page. */
-  private async searchList(
-    caller: Caller,
-    rawQuery: Record<string, unknown>,
-    query: ListQuery,
-  ): Promise<Page<User>> {
-    const tokens = searchQueryTokens(rawQuery.q, 'q');
-    if (rawQuery.sort !== undefined || query.cursor !== undefined) {
-      throw BadRequest('Invalid query parameters', [
-        {
-          field: rawQuery.sort !== undefined ? 'sort' : 'cursor',
-          message: 'a search (q) is ordered newest first and paged by page and limit',
-        },
-      ]);
-    }
-    const { rows, total } = await this.usersRepo.search(
-      tokens,
-      isAdmin(caller),
-      query.filters.role,
-      query.limit,
-      (query.page - 1) * query.limit,
-    );
-    return { data: rows.map(userFromRow), meta: { page: query.page, limit: query.limit, total } };
-  }
-
-  /** The users export: ADMIN only; the list's `role` filter and sort, every live user. */
-  async exportRows(
-    caller: MaybeCaller,
-    rawQuery: Record<string, unknown>,
-  ): Promise<AsyncGenerator<User>> {
-    this.requireAdmin(caller, 'Only administrators can export');
-    const query = parseListQuery(rawQuery, USER_EXPORT_SPEC);
-    const rows = this.usersRepo.scan(query.filters.role, query.sort, SORT_COLUMNS);
-    return (async function* () {
-      for await (const row of rows) {
-        yield userFromRow(row);
-      }
-    })();
-  }
-
-  /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */
-  async searchUsers(
-    caller: MaybeCaller,
-    q: unknown,
-    role: Role | undefined,
-    limit: number,
-    offset: number,
-  ): Promise<{ users: User[]; total: number }> {
-    this.requireRead(caller);
-    const tokens = searchQueryTokens(q, 'query');
-    const { rows, total } = await this.usersRepo.search(
-      tokens,
-      isAdmin(caller),
-      role,
-      limit,
-      offset,
-    );
-    return { users: rows.map(userFromRow), total };
   }
 
   private pageFilter(q: Pick<UserPageQuery, 'role'>, params: unknown[]): string[] {
@@ -730,20 +661,6 @@ export class UsersService {
       throw Forbidden('You may only change your own user');
     }
   }
-}
-
-/** A search text as tokens: empty (or only separators) or too many words -> 400 naming `name`. */
-function searchQueryTokens(q: unknown, name: string): SearchToken[] {
-  const tokens = typeof q === 'string' && q.length <= 200 ? searchTokens(q) : [];
-  if (tokens.length === 0 || tokens.length > MAX_SEARCH_WORDS) {
-    throw BadRequest('Invalid query parameters', [
-      {
-        field: name,
-        message: `${name} must hold 1 to ${MAX_SEARCH_WORDS} words (at most 200 characters)`,
-      },
-    ]);
-  }
-  return tokens;
 }
 
 /** The last-admin 409, carrying what was refused for the audit log. */
