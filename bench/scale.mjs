@@ -57,12 +57,21 @@ export async function runScale({ sizes } = {}) {
           const app = await startApp(db.url);
           apps.push(app);
           app.token = await signIn(app.base);
+          app.signedInAt = Date.now();
         }
         for (const app of apps) {
           exports.push(await measureExport(app));
         }
+        printExports(list, exports); // now: a long run's later failure keeps these figures
         const perSize = list.map((n) => endpoints(n));
         for (let e = 0; e < perSize[0].length; e++) {
+          // access tokens expire (15 min by default) during a long run at 1M rows: sign in again
+          for (const app of apps) {
+            if (Date.now() - (app.signedInAt ?? 0) > 5 * 60_000) {
+              app.token = await signIn(app.base);
+              app.signedInAt = Date.now();
+            }
+          }
           const medians = await measureInterleaved(
             apps.map((app, i) => ({ app, endpoint: perSize[i][e] })),
             requests,
@@ -78,7 +87,6 @@ export async function runScale({ sizes } = {}) {
         }
       }
       printTable(dialect, list, results);
-      printExports(list, exports);
     }
   } finally {
     rmSync(workDir, { recursive: true, force: true });
