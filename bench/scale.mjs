@@ -11,7 +11,7 @@
 // latency of one request, and the last column is its 1M/1k ratio (docs/performance.md).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -39,6 +39,7 @@ export async function runScale({ sizes } = {}) {
   try {
     for (const dialect of dialects) {
       const results = new Map(); // endpoint -> Map(size -> median ms)
+      const exports = []; // per size: the orders export (measureExport)
       const dbs = [];
       const apps = [];
       try {
@@ -56,9 +57,21 @@ export async function runScale({ sizes } = {}) {
           const app = await startApp(db.url);
           apps.push(app);
           app.token = await signIn(app.base);
+          app.signedInAt = Date.now();
         }
+        for (const app of apps) {
+          exports.push(await measureExport(app));
+        }
+        printExports(list, exports); // now: a long run's later failure keeps these figures
         const perSize = list.map((n) => endpoints(n));
         for (let e = 0; e < perSize[0].length; e++) {
+          // access tokens expire (15 min by default) during a long run at 1M rows: sign in again
+          for (const app of apps) {
+            if (Date.now() - (app.signedInAt ?? 0) > 5 * 60_000) {
+              app.token = await signIn(app.base);
+              app.signedInAt = Date.now();
+            }
+          }
           const medians = await measureInterleaved(
             apps.map((app, i) => ({ app, endpoint: perSize[i][e] })),
             requests,
@@ -159,7 +172,88 @@ function endpoints(n) {
       name: 'gql user(<busy>) { orders(first: 20) { totalCount } }',
       ...gql(`{ user(id: "${busyUser}") { orders(first: 20) { totalCount nodes { id } } } }`),
     },
+    // the orders list across users (docs/admin.md): each filter; the date and total filters are
+    // selective ones (the last 100 orders, the first 100, totals near the ends of their range), as
+    // their total is a count over the matching index range
+    { name: 'GET /orders?limit=20', path: '/api/v1/orders?limit=20' },
+    { name: 'GET /orders?status=paid', path: '/api/v1/orders?status=paid&limit=20' },
+    {
+      name: 'GET /orders?user_id=<busy>',
+      path: `/api/v1/orders?user_id=${busyUser}&limit=20`,
+    },
+    {
+      name: 'GET /orders?created_after=<last 100>',
+      path: `/api/v1/orders?created_after=${iso(n - 100)}&limit=20`,
+    },
+    {
+      name: 'GET /orders?created_before=<first 100>',
+      path: `/api/v1/orders?created_before=${iso(100)}&sort=-created_at&limit=20`,
+    },
+    {
+      name: 'GET /orders?min_total_cents=100090',
+      path: '/api/v1/orders?min_total_cents=100090&limit=20',
+    },
+    {
+      name: 'GET /orders?max_total_cents=150',
+      path: '/api/v1/orders?max_total_cents=150&limit=20',
+    },
+    {
+      name: 'GET /orders?sort=-total_cents',
+      path: '/api/v1/orders?sort=-total_cents&limit=20',
+    },
+    {
+      name: 'GET /orders?status=paid&sort=-total_cents',
+      path: '/api/v1/orders?status=paid&sort=-total_cents&limit=20',
+    },
+    {
+      name: 'gql orders(filter: {status: PAID}, orderBy: TOTAL_CENTS DESC)',
+      ...gql(
+        '{ orders(filter: {status: PAID}, first: 20, orderBy: {field: TOTAL_CENTS, direction: DESC}) { totalCount nodes { id } } }',
+      ),
+    },
+    // the user search: a name word ("0" starts one name at every size), an email prefix
+    { name: 'GET /users?q=0 (name word)', path: '/api/v1/users?q=0&limit=20' },
+    { name: 'GET /users?q=scale500@ (email prefix)', path: '/api/v1/users?q=scale500%40&limit=20' },
+    {
+      name: 'gql users(query: "0") { totalCount }',
+      ...gql('{ users(query: "0", first: 20) { totalCount nodes { id } } }'),
+    },
   ];
+}
+
+/**
+ * The orders export (NDJSON) of every order, once per size: its duration and how far the app's
+ * resident memory rose above what it was just before (VmRSS of /proc, sampled every 20 ms).
+ */
+async function measureExport(app) {
+  const rss = () => {
+    const status = readFileSync(`/proc/${app.child.pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) / 1024;
+  };
+  const before = rss();
+  let peak = before;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, rss());
+  }, 20);
+  const t0 = performance.now();
+  const res = await fetch(`${app.base}/api/v1/orders/export`, {
+    headers: { authorization: `Bearer ${app.token}`, accept: 'application/x-ndjson' },
+  });
+  if (res.status !== 200) {
+    clearInterval(timer);
+    throw new Error(`export: HTTP ${res.status} ${await res.text()}`);
+  }
+  let lines = 0;
+  for await (const chunk of res.body) {
+    for (const byte of chunk) {
+      if (byte === 10) {
+        lines++;
+      }
+    }
+  }
+  clearInterval(timer);
+  peak = Math.max(peak, rss());
+  return { ms: performance.now() - t0, lines, rssBefore: before, rssGrowth: peak - before };
 }
 
 /** Median latency per target; every round sends one request to each target in turn. */
@@ -194,6 +288,22 @@ async function send(base, token, endpoint) {
   if (res.status !== 200 || text.includes('"errors"')) {
     throw new Error(`${endpoint.name}: HTTP ${res.status} ${text.slice(0, 300)}`);
   }
+}
+
+function printExports(sizes, exports) {
+  const label = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+  console.log('\nGET /orders/export (NDJSON, every order): one request per size\n');
+  console.log('| orders | lines | seconds | rows/s | RSS before (MB) | RSS growth (MB) |');
+  console.log('|---|---|---|---|---|---|');
+  sizes.forEach((n, i) => {
+    const e = exports[i];
+    if (!e) {
+      return;
+    }
+    console.log(
+      `| ${label(n)} | ${e.lines} | ${(e.ms / 1000).toFixed(2)} | ${Math.round(e.lines / (e.ms / 1000))} | ${e.rssBefore.toFixed(0)} | ${e.rssGrowth.toFixed(1)} |`,
+    );
+  });
 }
 
 function printTable(dialect, sizes, results) {
@@ -301,7 +411,8 @@ async function seed(db, n, recountSql) {
       `SELECT ${id('ord', 'i')}, ${id('usr', `CASE WHEN i % 4 = 0 THEN 1 ELSE ((i - 1) % 1000) + 1 END`)},
               CASE i % 5 WHEN 0 THEN 'pending' WHEN 1 THEN 'paid' WHEN 2 THEN 'shipped'
                 WHEN 3 THEN 'delivered' ELSE 'cancelled' END,
-              '[{"sku":"S","quantity":1,"unit_price_cents":100}]', 100, 'EUR', ${ts('i')}, ${ts('i')}`,
+              '[{"sku":"S","quantity":1,"unit_price_cents":100}]', 100 + (${big} * 7919) % 100000,
+              'EUR', ${ts('i')}, ${ts('i')}`,
     ),
     series(
       'INSERT INTO rooms (id, name, created_by, created_at, last_seq)',

@@ -18,6 +18,8 @@ interface RoutePlan {
   requirement: AuthRequirement | undefined;
   /** A list route's row cost (its page is charged to the cost budget), else undefined. */
   rowCost: number | undefined;
+  /** A costly non-list route's fixed cost (an export), else undefined. */
+  fixedCost: number | undefined;
 }
 
 /**
@@ -30,7 +32,7 @@ interface RoutePlan {
  * 3. rate limit: one request against the identity's request bucket (RequestLimit: RateLimit-*
  *    headers, 429);
  * 4. the query: undocumented or repeated parameters (400, QueryParamsCheck);
- * 5. a list page's cost against the cost budget (429, ListCost).
+ * 5. a list page's cost, or an export's fixed cost, against the cost budget (429, ListCost).
  *
  * Then the route's own interceptors and pipes run. GraphQL resolvers pass (the context factory, the
  * `@auth` directive and the Apollo plugins do this for GraphQL).
@@ -77,6 +79,8 @@ export class AppGuard implements CanActivate {
     this.queryParams?.check(req);
     if (plan.rowCost !== undefined) {
       await this.listCost.charge(req, reply, plan.rowCost);
+    } else if (plan.fixedCost !== undefined) {
+      await this.listCost.chargeFixed(req, reply, plan.fixedCost);
     }
     return true;
   }
@@ -88,6 +92,7 @@ export class AppGuard implements CanActivate {
       plan = {
         requirement: routeRequirement(this.reflector, context),
         rowCost: ListCost.rowCostOf(handler),
+        fixedCost: ListCost.fixedCostOf(handler),
       };
       this.plans.set(handler, plan);
     }

@@ -1,3 +1,4 @@
+import { AuditModule } from './audit/audit.module.js';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AppGuard } from './app.guard.js';
@@ -32,6 +33,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         CommonModule,
         DatabaseModule,
+        AuditModule,
         RedisModule,
         WebhookOutboxModule,
         EventsModule,

@@ -136,6 +136,15 @@ describe(`list query plans at ${ROWS} rows`, () => {
     for (const sort of sorts(['created_at', 'name'])) {
       await pageAndNext(`/api/v1/rooms?sort=${sort}`);
     }
+    // the orders list across users (docs/admin.md): each sort, alone and after each equality filter
+    for (const sort of sorts(['created_at', 'total_cents'])) {
+      await pageAndNext(`/api/v1/orders?sort=${sort}`);
+      await pageAndNext(`/api/v1/orders?sort=${sort}&status=paid`);
+      await pageAndNext(`/api/v1/orders?sort=${sort}&user_id=${seeded.busyUser}`);
+      await pageAndNext(`/api/v1/orders?sort=${sort}&user_id=${seeded.busyUser}&status=paid`);
+    }
+    const audit = await admin.get('/api/v1/audit-events?limit=1');
+    expect(audit.status).toBe(200);
     await pageAndNext(`/api/v1/users?page=400&limit=25`);
 
     for (const field of ['CREATED_AT', 'UPDATED_AT', 'NAME']) {

@@ -10,7 +10,7 @@ const METHODS = ['get', ...WRITES];
 interface Parameter {
   name: string;
   in: string;
-  schema?: { enum?: string[]; default?: unknown; example?: unknown };
+  schema?: { enum?: string[]; default?: unknown; example?: unknown; pattern?: string };
 }
 type Operation = { parameters?: Parameter[]; security?: object[] };
 
@@ -106,14 +106,29 @@ describe('query parameters a route does not document', () => {
         continue;
       }
       const s = p.schema ?? {};
-      const known: Record<string, string | undefined> = {
+      // null: left out (a search, or a filter that would leave a single row)
+      const known: Record<string, string | null | undefined> = {
         ...FILTER_VALUES,
         after: messageId,
         author_id: ids.users,
-        sort: 'created_at',
+        user_id: ids.users,
+        sort: s.pattern && !s.pattern.includes('created_at') ? 'at' : 'created_at',
         limit: '1',
+        created_after: '2000-01-01T00:00:00Z',
+        created_before: '2100-01-01T00:00:00Z',
+        since: '2000-01-01T00:00:00Z',
+        until: '2100-01-01T00:00:00Z',
+        min_total_cents: '0',
+        max_total_cents: '1000000',
+        q: null,
+        actor_id: null,
+        target_id: null,
       };
-      query.set(p.name, known[p.name] ?? String(s.enum?.[0] ?? s.default ?? s.example));
+      const value = known[p.name];
+      if (value === null) {
+        continue;
+      }
+      query.set(p.name, value ?? String(s.enum?.[0] ?? s.default ?? s.example));
     }
     if (names.includes('cursor')) {
       // the cursor of this very list, sort and filters: the next link of its first page

@@ -13,6 +13,8 @@ const API_PREFIX = '/api/';
 const V1 = /^\/api\/v1(\/|\?|$)/;
 const OTHER_VERSION = /^\/api\/v\d+(\/|\?|$)/;
 const DOCS = /^\/api\/docs(-json)?(\/|\?|$)/;
+/** The exports negotiate their own media types (NDJSON, CSV: src/common/export-stream.ts). */
+const EXPORTS = /^\/api\/v1\/(users|orders)\/export(\?|$)/;
 
 export function isV1Header(value: string): boolean {
   return /^v?1$/i.test(value.trim());
@@ -248,6 +250,7 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
       } else if (
         path.startsWith(API_PREFIX) &&
         !DOCS.test(path) &&
+        !EXPORTS.test(path) &&
         !acceptsJson(req.headers.accept)
       ) {
         sendError(

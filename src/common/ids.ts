@@ -10,6 +10,7 @@ export const ID_PREFIXES = {
   message: 'msg',
   apiKey: 'key',
   refreshToken: 'rft',
+  auditEvent: 'aud',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -61,6 +61,8 @@ export interface AppConfig {
   refreshReuseGraceS: number;
   graphqlCostBudget: number;
   graphqlCostWindowS: number;
+  /** Audit entries older than this many days are purged (docs/admin.md "Audit log"). */
+  auditRetentionDays: number;
   wsMaxConnectionsPerIdentity: number;
   wsMaxOperationsPerConnection: number;
   /** How often an idle WebSocket's credentials are checked again (docs/realtime.md). */
@@ -328,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     refreshReuseGraceS: int(env, 'REFRESH_REUSE_GRACE_S', 10, 0, 300),
     graphqlCostBudget: int(env, 'GRAPHQL_COST_BUDGET', 10_000, 1, 1_000_000_000),
     graphqlCostWindowS: int(env, 'GRAPHQL_COST_WINDOW_S', 60, 1, 86_400),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     wsMaxConnectionsPerIdentity: int(env, 'WS_MAX_CONNECTIONS_PER_IDENTITY', 10, 1, 1_000_000),
     wsMaxOperationsPerConnection: int(env, 'WS_MAX_OPERATIONS_PER_CONNECTION', 50, 1, 1_000_000),
     wsRecheckIntervalS: int(env, 'WS_RECHECK_INTERVAL_S', 60, 1, 86_400),

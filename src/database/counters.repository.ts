@@ -61,6 +61,28 @@ export class CountersRepository {
   }
 
   /**
+   * A user is being soft-deleted in `tx`: its orders leave the list across users (they disappear
+   * with their user), so the global order counters lose the user's per-user counts.
+   */
+  async forgetOrdersOfUser(tx: TxContext, userId: string): Promise<void> {
+    const prefix = CountKeys.ordersOfUser(userId);
+    const rows = await tx.manager.query<{ scope: string; n: number | string }[]>(
+      `SELECT scope, n FROM list_counts WHERE scope = ${this.db.p(1)} OR scope LIKE ${this.db.p(2)}`,
+      [prefix, `${prefix}:status:%`],
+    );
+    const deltas: Record<string, number> = {};
+    for (const row of rows) {
+      const n = Number(row.n);
+      if (row.scope === prefix) {
+        deltas[CountKeys.orders()] = -n;
+      } else {
+        deltas[CountKeys.ordersByStatus(row.scope.slice(prefix.length + ':status:'.length))] = -n;
+      }
+    }
+    this.add(tx, deltas);
+  }
+
+  /**
    * Compares every counter with a COUNT(*) of the tables (the same queries the migration backfilled
    * with) and, with `fix`, rewrites the counters that differ. With `fix` on PostgreSQL the counters
    * table is locked against writers for the recount, so a write committed meanwhile is not lost.
@@ -142,9 +164,18 @@ export const CountKeys = {
   ordersOfUser: (userId: string) => `orders:user:${userId}`,
   ordersOfUserByStatus: (userId: string, status: string) =>
     `orders:user:${userId}:status:${status}`,
+  /** Orders of live users (the list across users), and per status. */
+  orders: () => 'orders',
+  ordersByStatus: (status: string) => `orders:status:${status}`,
   rooms: () => 'rooms',
   messagesOfRoom: (roomId: string) => `messages:room:${roomId}`,
 };
+
+/** The counters of the orders list across users: orders of live users (migration 1764400000024). */
+export const ADMIN_RECOUNT_SQL: readonly string[] = [
+  `SELECT 'orders' AS scope, COUNT(*) AS n FROM orders o JOIN users u ON u.id = o.user_id WHERE u.deleted_at IS NULL`,
+  `SELECT 'orders:status:' || o.status AS scope, COUNT(*) AS n FROM orders o JOIN users u ON u.id = o.user_id WHERE u.deleted_at IS NULL GROUP BY o.status`,
+];
 
 /**
  * What each counter must equal: `scope, n` rows, dialect-neutral SQL (`||` concatenates on both).
@@ -157,6 +188,7 @@ export const RECOUNT_SQL: readonly string[] = [
   `SELECT 'posts:author:' || author_id AS scope, COUNT(*) AS n FROM posts WHERE deleted_at IS NULL GROUP BY author_id`,
   `SELECT 'orders:user:' || user_id AS scope, COUNT(*) AS n FROM orders GROUP BY user_id`,
   `SELECT 'orders:user:' || user_id || ':status:' || status AS scope, COUNT(*) AS n FROM orders GROUP BY user_id, status`,
+  ...ADMIN_RECOUNT_SQL,
   `SELECT 'rooms' AS scope, COUNT(*) AS n FROM rooms`,
   `SELECT 'messages:room:' || room_id AS scope, COUNT(*) AS n FROM messages GROUP BY room_id`,
 ];

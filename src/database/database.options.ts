@@ -15,6 +15,7 @@ import { SearchIndex1764300000019 } from './migrations/1764300000019-search-inde
 import { IdempotencyCallerRights1764300000024 } from './migrations/1764300000024-idempotency-caller-rights.js';
 import { PartnerApps1764400000021 } from './migrations/1764400000021-partner-apps.js';
 import { Webhooks1764400000022 } from './migrations/1764400000022-webhooks.js';
+import { AdminDashboards1764400000024 } from './migrations/1764400000024-admin-dashboards.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -28,6 +29,7 @@ export const MIGRATIONS = [
   IdempotencyCallerRights1764300000024,
   PartnerApps1764400000021,
   Webhooks1764400000022,
+  AdminDashboards1764400000024,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

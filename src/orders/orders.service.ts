@@ -12,6 +12,7 @@ import {
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { AuditService } from '../audit/audit.service.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -51,6 +52,7 @@ export class OrdersService {
     private readonly orders: OrdersRepository,
     private readonly users: UsersRepository,
     private readonly outbox: WebhookOutbox,
+    private readonly audit: AuditService,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -175,6 +177,8 @@ export class OrdersService {
       this.counters.add(tx, {
         [CountKeys.ordersOfUser(userId)]: 1,
         [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
+        [CountKeys.orders()]: 1,
+        [CountKeys.ordersByStatus(order.status)]: 1,
       });
       await this.outbox.enqueue(tx, 'order.created', toRestOrder(order), userId);
     });
@@ -234,7 +238,17 @@ export class OrdersService {
       this.counters.add(tx, {
         [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
         [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
+        [CountKeys.ordersByStatus(current.status)]: -1,
+        [CountKeys.ordersByStatus(status)]: 1,
       });
+      if (isAdmin(caller)) {
+        await this.audit.record(manager, {
+          actor: caller,
+          action: 'order.status_changed',
+          target: { type: 'order', id },
+          changes: { status: [current.status, status] },
+        });
+      }
       const updated = { ...current, status, updatedAt };
       await this.outbox.enqueue(tx, 'order.status_changed', toRestOrder(updated), updated.userId);
       return updated;

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MaybeCaller } from '../auth/caller.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { LIST_ROW_COST } from '../common/openapi/decorators.js';
+import { FIXED_REQUEST_COST, LIST_ROW_COST } from '../common/openapi/decorators.js';
 import type { AppConfig } from '../config/config.js';
 import {
   BUCKET_GRAPHQL_COST,
@@ -9,6 +9,9 @@ import {
   RateLimitService,
   secondsUntil,
 } from './rate-limit.service.js';
+
+/** What one export costs from the cost budget (docs/admin.md "Exports"). */
+export const EXPORT_COST = 1_000;
 
 /** The page size a list request asks for; undefined when `limit` is invalid (the list answers 400). */
 function requestedLimit(raw: unknown): number | undefined {
@@ -40,6 +43,11 @@ export class ListCost {
     return Reflect.getMetadata(LIST_ROW_COST, handler) as number | undefined;
   }
 
+  /** A costly non-list route's fixed cost (an export: `FIXED_REQUEST_COST`), or undefined. */
+  static fixedCostOf(handler: object): number | undefined {
+    return Reflect.getMetadata(FIXED_REQUEST_COST, handler) as number | undefined;
+  }
+
   /** Charges one page of a list whose rows cost `rowCost`; throws 429 when over budget. */
   async charge(
     req: FastifyRequest & { caller?: MaybeCaller },
@@ -53,7 +61,26 @@ export class ListCost {
     if (limit === undefined) {
       return; // the list answers 400
     }
-    const cost = 1 + limit * rowCost;
+    await this.spend(req, reply, 1 + limit * rowCost, `this page (limit ${limit})`);
+  }
+
+  /** Charges a route's fixed cost (an export); throws 429 when over budget. */
+  async chargeFixed(
+    req: FastifyRequest & { caller?: MaybeCaller },
+    reply: FastifyReply,
+    cost: number,
+  ): Promise<void> {
+    if (this.limits.enabled) {
+      await this.spend(req, reply, cost, 'this request');
+    }
+  }
+
+  private async spend(
+    req: FastifyRequest & { caller?: MaybeCaller },
+    reply: FastifyReply,
+    cost: number,
+    what: string,
+  ): Promise<void> {
     const budget = this.config.graphqlCostBudget;
     const hit = await this.limits.hit(
       BUCKET_GRAPHQL_COST,
@@ -70,7 +97,7 @@ export class ListCost {
       void reply.header('Retry-After', String(secondsUntil(hit.resetMs)));
       throw rateLimitedError(
         hit.resetMs,
-        `Cost budget exhausted: this page (limit ${limit}) costs ${cost} points, ` +
+        `Cost budget exhausted: ${what} costs ${cost} points, ` +
           `${Math.max(0, budget - hit.count)} of ${budget} are left`,
       );
     }

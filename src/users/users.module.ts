@@ -3,8 +3,10 @@ import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.reposito
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';
-import { UsersRepository } from './users.repository.js';
+import { UsersExportController } from './users-export.controller.js';
 import { UsersService } from './users.service.js';
+import { UsersRepository } from './users.repository.js';
+import { UserSearchService } from './user-search.service.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
 import { AdminResolver } from './admin.resolver.js';
 import { UsersResolver } from './users.resolver.js';
@@ -12,10 +14,11 @@ import { UserAgeExtension } from './user-age.extension.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
-  controllers: [UsersController],
+  controllers: [UsersExportController, UsersController],
   providers: [
     UsersService,
     UsersRepository,
+    UserSearchService,
     // the partner-app sign-ins a password change, demotion or deletion ends (owned by the OAuth module)
     OAuthArtifactsRepository,
     AdminBootstrap,

@@ -17,10 +17,15 @@ import { validateInput } from '../common/validation.js';
 import {
   connectionFromRows,
   encodeCursor,
+  mapConnection,
   OrderDirection,
   pageWindow,
   type ConnectionValue,
+  type PageArgs,
 } from '../graphql/connection.js';
+
+/** Cursor key of `users(query:)` pages: the position is the row's offset in the search's order. */
+const SEARCH_KEY = 'users:search';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateUserShortInput } from './dto/create-user-short.input.js';
@@ -30,6 +35,7 @@ import { AdminModel, UserConnection, UserModel, UserOrder, UserOrderField } from
 import { userLoader } from './users.loaders.js';
 import { canSeeEmail, toAdminModel } from './users.mapper.js';
 import { UsersService, type UserPageQuery } from './users.service.js';
+import { UserSearchService } from './user-search.service.js';
 
 function orderValue(user: User, field: UserOrderField): string {
   switch (field) {
@@ -52,6 +58,7 @@ function callerOf(ctx: GqlContext): Caller {
 export class UsersResolver {
   constructor(
     private readonly service: UsersService,
+    private readonly userSearch: UserSearchService,
     nodes: NodeRegistry,
   ) {
     nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
@@ -85,8 +92,18 @@ export class UsersResolver {
     @Args('before', { type: () => String, nullable: true }) before?: string | null,
     @Args('role', { type: () => Role, nullable: true }) role?: Role | null,
     @Args('orderBy', { type: () => UserOrder, nullable: true }) orderBy?: UserOrder | null,
+    @Args('query', {
+      type: () => String,
+      nullable: true,
+      description:
+        'Search: every word starts a word of the name, or (ADMIN callers) the email. Newest first; only with first/after and role.',
+    })
+    query?: string | null,
   ): Promise<ConnectionValue<User>> {
     const caller = callerOf(ctx);
+    if (query !== undefined && query !== null) {
+      return this.search(ctx, query, { first, after, last, before, role, orderBy });
+    }
     const field = orderBy?.field ?? UserOrderField.CREATED_AT;
     const orderKey = `users:${field}`;
     const window = pageWindow({ first, after, last, before }, orderKey);
@@ -113,6 +130,47 @@ export class UsersResolver {
             : this.service.existsAround(caller, q, window.before!, 'from'),
       },
     );
+  }
+
+  /** `users(query:)`: search pages, by an offset cursor (the search's order is newest first). */
+  private async search(
+    ctx: GqlContext,
+    query: string,
+    args: PageArgs & { role?: Role | null; orderBy?: UserOrder | null },
+  ): Promise<ConnectionValue<User>> {
+    const extra = (['last', 'before', 'orderBy'] as const).find(
+      (k) => args[k] !== undefined && args[k] !== null,
+    );
+    if (extra) {
+      throw BadRequest('Invalid arguments', [
+        {
+          field: extra,
+          message: `${extra} cannot be combined with query (newest first, first/after)`,
+        },
+      ]);
+    }
+    const window = pageWindow({ first: args.first, after: args.after }, SEARCH_KEY);
+    const offset = window.after ? Number(window.after[0]) : 0;
+    if (!Number.isInteger(offset) || offset < 0) {
+      throw BadRequest('Invalid cursor in after', [
+        { field: 'after', message: 'after is not a cursor of this search' },
+      ]);
+    }
+    const { users, total } = await this.userSearch.searchUsers(
+      ctx.caller,
+      query,
+      args.role ?? undefined,
+      window.size + 1,
+      offset,
+    );
+    const rows = users.map((user, i) => ({ user, at: offset + i + 1 }));
+    const connection = connectionFromRows(
+      rows,
+      window,
+      (r) => encodeCursor(SEARCH_KEY, r.at, r.user.id),
+      { totalCount: () => Promise.resolve(total), existsBeyond: () => Promise.resolve(offset > 0) },
+    );
+    return mapConnection(connection, (r) => r.user);
   }
 
   @Query(() => [AdminModel], { nullable: true, description: 'Administrators (ADMIN only).' })

@@ -22,6 +22,8 @@ import { RefreshTokensRepository } from '../database/refresh-tokens.repository.j
 import { EventsService } from '../events/events.service.js';
 import { webhookUserObject } from '../webhooks/webhook-objects.js';
 import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
+import { AuditService } from '../audit/audit.service.js';
+import { UserSearchService } from './user-search.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import {
   CreateUserInput,
@@ -40,6 +42,13 @@ export const USER_LIST_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: { role: [Role.ADMIN, Role.USER, Role.GUEST] },
+  parameters: {
+    q: {
+      description:
+        'Search: every word must be the start of a word of the name, or (ADMIN callers only) the start of the email; case-insensitive. Results newest first, paged by `page`/`limit` (no `sort` or `cursor` with `q`). Empty -> 400.',
+      schema: { type: 'string', minLength: 1, maxLength: 200 },
+    },
+  },
 };
 
 /** Checked against the stored user inside the write transaction (If-Match); false -> 412. */
@@ -72,6 +81,8 @@ export class UsersService {
     private readonly users: UsersRepository,
     private readonly oauthArtifacts: OAuthArtifactsRepository,
     private readonly outbox: WebhookOutbox,
+    private readonly audit: AuditService,
+    private readonly userSearch: UserSearchService,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -103,6 +114,9 @@ export class UsersService {
   async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<User>> {
     this.requireRead(caller);
     const query = parseListQuery(rawQuery, USER_LIST_SPEC);
+    if (rawQuery.q !== undefined) {
+      return this.userSearch.searchList(caller, rawQuery, query);
+    }
     const role = query.filters.role as Role | undefined;
     return this.users.list(
       query,
@@ -161,7 +175,7 @@ export class UsersService {
   async create(caller: Caller, input: CreateUserInput): Promise<User> {
     this.requireAdmin(caller, 'Only administrators can create users');
     refuseAccountFieldsToApps(caller, 'create users');
-    return this.db.transaction((tx) => this.insert(tx, input));
+    return this.db.transaction((tx) => this.insertAudited(tx, caller, input));
   }
 
   /** POST /auth/register: anyone may create a USER for themself. */
@@ -217,6 +231,12 @@ export class UsersService {
         [CountKeys.usersByRole(entity.role)]: -1,
         [CountKeys.usersByRole(Role.ADMIN)]: 1,
       });
+      await this.audit.record(manager, {
+        actor: 'system',
+        action: 'admin.promoted_at_boot',
+        target: { type: 'user', id: entity.id },
+        changes: { role: [entity.role, Role.ADMIN] },
+      });
       const promoted = userFromEntity({ ...entity, ...changes });
       tx.afterCommit(() => this.events.userUpdated(promoted));
       await this.outbox.enqueue(tx, 'user.updated', webhookUserObject(promoted), promoted.id);
@@ -245,11 +265,22 @@ export class UsersService {
     patch: PatchUserInput,
     precondition?: Precondition,
   ): Promise<User> {
-    return this.db.transaction((tx) => this.applyUpdate(tx, caller, id, patch, precondition));
+    return this.auditingRefusal(
+      caller,
+      this.db.transaction((tx) => this.applyUpdate(tx, caller, id, patch, precondition)),
+    );
   }
 
   /** Soft delete; deleting an already deleted user succeeds again (idempotent). */
   async remove(caller: Caller, id: string, precondition?: Precondition): Promise<User | undefined> {
+    return this.auditingRefusal(caller, this.removeOnce(caller, id, precondition));
+  }
+
+  private removeOnce(
+    caller: Caller,
+    id: string,
+    precondition?: Precondition,
+  ): Promise<User | undefined> {
     return this.db.transaction(async (tx) => {
       const { manager } = tx;
       if (!isId('user', id)) {
@@ -273,13 +304,19 @@ export class UsersService {
         throw PreconditionFailed();
       }
       if (entity.role === Role.ADMIN) {
-        await this.requireAnotherAdmin(manager, id);
+        await this.requireAnotherAdmin(manager, id, {});
       }
       const deletedAt = nowIso();
       await this.users.update(manager, id, { deletedAt, oauthValidAfter: deletedAt });
       await this.oauthArtifacts.endSignIns(manager, id);
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       await this.outbox.enqueue(tx, 'user.deleted', { id }, id);
+      await this.counters.forgetOrdersOfUser(tx, id);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'user.deleted',
+        target: { type: 'user', id },
+      });
       return current;
     });
   }
@@ -295,7 +332,8 @@ export class UsersService {
         { field: 'operations', message: `operations must contain at most ${MAX_BATCH} elements` },
       ]);
     }
-    return this.db.transaction(async (tx) => {
+    let refused: LastAdminRefusal | undefined;
+    const done = this.db.transaction(async (tx) => {
       // before any operation locks a user row (a later demotion would wait for the lock holding it)
       if (operations.some(setsRole)) {
         await this.users.lockAdmins(tx.manager);
@@ -305,10 +343,19 @@ export class UsersService {
         try {
           results.push(await this.batchOperation(tx, caller, raw));
         } catch (err) {
+          if (err instanceof LastAdminRefusal) {
+            refused = err;
+          }
           throw withIndex(err, index);
         }
       }
       return results;
+    });
+    return done.catch(async (err: unknown) => {
+      if (refused) {
+        await this.recordRefusal(caller, refused);
+      }
+      throw err;
     });
   }
 
@@ -329,7 +376,7 @@ export class UsersService {
       this.requireAdmin(caller, 'Only administrators can create users');
       refuseAccountFieldsToApps(caller, 'create users');
       const input = await validateInput(CreateUserInput, op.data);
-      return { op: 'create', status: 201, user: await this.insert(tx, input) };
+      return { op: 'create', status: 201, user: await this.insertAudited(tx, caller, input) };
     }
     if (typeof op.id !== 'string') {
       throw new DomainError('validation_failed', 'Invalid operation', [
@@ -392,7 +439,7 @@ export class UsersService {
       throw PreconditionFailed();
     }
     if (entity.role === Role.ADMIN && patch.role !== undefined && patch.role !== Role.ADMIN) {
-      await this.requireAnotherAdmin(tx.manager, id);
+      await this.requireAnotherAdmin(tx.manager, id, { role: [entity.role, patch.role] });
     }
     const changes: Partial<UserEntity> = {};
     if (patch.name !== undefined) {
@@ -430,16 +477,75 @@ export class UsersService {
       await this.oauthArtifacts.endSignIns(tx.manager, id);
     }
     await this.writeGuarded(() => this.users.update(tx.manager, id, changes));
+    if (changes.role !== undefined) {
+      await this.audit.record(tx.manager, {
+        actor: caller,
+        action: 'user.role_changed',
+        target: { type: 'user', id },
+        changes: { role: [entity.role, changes.role] },
+      });
+    }
+    if (changes.passwordHash !== undefined && isAdmin(caller)) {
+      await this.audit.record(tx.manager, {
+        actor: caller,
+        action: 'user.password_set',
+        target: { type: 'user', id },
+      });
+    }
     const updated = userFromEntity({ ...entity, ...changes });
     tx.afterCommit(() => this.events.userUpdated(updated));
     await this.outbox.enqueue(tx, 'user.updated', webhookUserObject(updated), updated.id);
     return updated;
   }
 
+  /** A user created by an ADMIN (POST /users, batch, GraphQL): audited in the same transaction. */
+  private async insertAudited(
+    tx: TxContext,
+    caller: Caller,
+    input: CreateUserInput,
+  ): Promise<User> {
+    const user = await this.insert(tx, input);
+    await this.audit.record(tx.manager, {
+      actor: caller,
+      action: 'user.created',
+      target: { type: 'user', id: user.id },
+      changes: {
+        name: [null, user.name],
+        email: [null, user.email],
+        role: [null, user.role],
+        age: [null, user.age],
+      },
+    });
+    return user;
+  }
+
+  /** A last-admin refusal rolled its change back: it is audited on its own (admin.removal_refused). */
+  private auditingRefusal<T>(caller: Caller, work: Promise<T>): Promise<T> {
+    return work.catch(async (err: unknown) => {
+      if (err instanceof LastAdminRefusal) {
+        await this.recordRefusal(caller, err);
+      }
+      throw err;
+    });
+  }
+
+  private async recordRefusal(caller: Caller, refusal: LastAdminRefusal): Promise<void> {
+    await this.audit.recordAlone({
+      actor: caller,
+      action: 'admin.removal_refused',
+      target: { type: 'user', id: refusal.userId },
+      changes: refusal.changes,
+    });
+  }
+
   /** 409 unless a live ADMIN other than `id` exists (call with the last-admin lock held). */
-  private async requireAnotherAdmin(manager: EntityManager, id: string): Promise<void> {
+  private async requireAnotherAdmin(
+    manager: EntityManager,
+    id: string,
+    refused: Record<string, [unknown, unknown]>,
+  ): Promise<void> {
     if (!(await this.users.liveAdminExists(manager, id))) {
-      throw Conflict(LAST_ADMIN_MESSAGE);
+      throw new LastAdminRefusal(id, refused);
     }
   }
 
@@ -510,6 +616,16 @@ function partnerAppMayPatch(caller: Caller, patch: PatchUserInput, current: User
   }
   if (!caller.scopes?.includes('admin') && changes('age', current.age)) {
     throw Forbidden('The users:write scope changes the profile name only');
+  }
+}
+
+/** The last-admin 409, carrying what was refused for the audit log. */
+class LastAdminRefusal extends DomainError {
+  constructor(
+    readonly userId: string,
+    readonly changes: Record<string, [unknown, unknown]>,
+  ) {
+    super('conflict', LAST_ADMIN_MESSAGE);
   }
 }
 

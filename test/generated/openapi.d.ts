@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+  '/api/v1/audit-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List audit entries (ADMIN)
+     * @description Newest first. `since` is strictly later, `until` up to and including. Entries are append-only: no route changes or deletes one.
+     */
+    get: operations['AuditController_list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/health/live': {
     parameters: {
       query?: never;
@@ -189,6 +209,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/users/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Export users (ADMIN)
+     * @description Every live user the list would show with the same `role` filter and sort, streamed as NDJSON (default) or CSV.
+     */
+    get: operations['UsersExportController_export'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/users': {
     parameters: {
       query?: never;
@@ -257,6 +297,46 @@ export interface paths {
      * @description A JSON merge patch (RFC 7396; `application/json` or `application/merge-patch+json`): `null` clears a nullable member. `If-Match` makes it conditional.
      */
     patch: operations['UsersController_patch'];
+    trace?: never;
+  };
+  '/api/v1/orders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List orders across users
+     * @description ADMINs list every order (of live users); a USER lists their own, and naming another `user_id` is 403. GUESTs get 403. `created_after` is strictly later, `created_before` up to and including; the total bounds are inclusive.
+     */
+    get: operations['OrdersListController_list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/orders/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Export orders (ADMIN)
+     * @description Every order the list would show with the same filters and sort, streamed as NDJSON (default) or CSV.
+     */
+    get: operations['OrdersListController_export'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/api/v1/users/{id}/orders': {
@@ -646,6 +726,90 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    AuditActor: {
+      /**
+       * @example user
+       * @enum {string}
+       */
+      type: 'user' | 'api_key' | 'oauth_client' | 'system';
+      /**
+       * @description The user, API key or OAuth client id; null for `system`.
+       * @example usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I
+       */
+      id: string | null;
+    };
+    AuditTarget: {
+      /**
+       * @description `user`, `api_key`, `oauth_client` or `order`.
+       * @example user
+       */
+      type: string;
+      /** @example usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+    };
+    AuditEvent: {
+      /** @example aud_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+      /** Format: date-time */
+      at: string;
+      actor: components['schemas']['AuditActor'];
+      /** @description The user an OAuth access token acts for; null otherwise. */
+      on_behalf_of: string | null;
+      /**
+       * @example user.role_changed
+       * @enum {string}
+       */
+      action:
+        | 'user.created'
+        | 'user.deleted'
+        | 'user.role_changed'
+        | 'user.password_set'
+        | 'api_key.created'
+        | 'api_key.revoked'
+        | 'oauth_client.created'
+        | 'oauth_client.updated'
+        | 'oauth_client.deleted'
+        | 'oauth_client.secret_rotated'
+        | 'oauth_grant.revoked'
+        | 'webhook.created'
+        | 'webhook.updated'
+        | 'webhook.deleted'
+        | 'webhook.disabled'
+        | 'order.status_changed'
+        | 'admin.removal_refused'
+        | 'admin.promoted_at_boot';
+      target: components['schemas']['AuditTarget'];
+      /**
+       * @description `{member: [old, new]}` in REST member names and values; never a secret or a hash.
+       * @example {
+       *       "role": [
+       *         "USER",
+       *         "ADMIN"
+       *       ]
+       *     }
+       */
+      changes: {
+        [key: string]: unknown[];
+      };
+      /** @description The `X-Request-Id` of the response to the request that made the change. */
+      request_id: string | null;
+      /** @description The client address. */
+      ip: string | null;
+    };
+    PageMeta: {
+      /**
+       * @description null on a page reached by `cursor` without a page number
+       * @example 1
+       */
+      page: number | null;
+      /** @example 20 */
+      limit: number;
+      /**
+       * @description Items in the whole list
+       * @example 42
+       */
+      total: number;
+    };
     TokenPair: {
       /**
        * @description A JWT; send it as `Authorization: Bearer …`.
@@ -846,20 +1010,6 @@ export interface components {
        * @example 2026-11-23T18:00:00.000Z
        */
       created_at: string;
-    };
-    PageMeta: {
-      /**
-       * @description null on a page reached by `cursor` without a page number
-       * @example 1
-       */
-      page: number | null;
-      /** @example 20 */
-      limit: number;
-      /**
-       * @description Items in the whole list
-       * @example 42
-       */
-      total: number;
     };
     CreateUserInput: {
       /** @example Ada Lovelace */
@@ -1968,6 +2118,185 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  AuditController_list: {
+    parameters: {
+      query?: {
+        /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
+        page?: number;
+        limit?: number;
+        /** @description Comma-separated at, each at most once; `-` for descending (e.g. `-at`). */
+        sort?: string;
+        /** @description Keyset position, as found in the `Link: rel="next"` URL. */
+        cursor?: string;
+        action?:
+          | 'user.created'
+          | 'user.deleted'
+          | 'user.role_changed'
+          | 'user.password_set'
+          | 'api_key.created'
+          | 'api_key.revoked'
+          | 'oauth_client.created'
+          | 'oauth_client.updated'
+          | 'oauth_client.deleted'
+          | 'oauth_client.secret_rotated'
+          | 'oauth_grant.revoked'
+          | 'webhook.created'
+          | 'webhook.updated'
+          | 'webhook.deleted'
+          | 'webhook.disabled'
+          | 'order.status_changed'
+          | 'admin.removal_refused'
+          | 'admin.promoted_at_boot';
+        /** @description Only entries by this actor (a user, API key or OAuth client id). */
+        actor_id?: string;
+        /** @description Only entries about this target (a user, API key, OAuth client or order id). */
+        target_id?: string;
+        /** @description Only entries strictly later than this instant (RFC 3339). */
+        since?: string;
+        /** @description Only entries at or before this instant (RFC 3339, inclusive). */
+        until?: string;
+      };
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page; `Link` has the first, prev, next and last pages. */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AuditEvent'][];
+            meta: components['schemas']['PageMeta'];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
   HealthController_live: {
     parameters: {
       query?: never;
@@ -3637,6 +3966,148 @@ export interface operations {
       };
     };
   };
+  UsersExportController_export: {
+    parameters: {
+      query?: {
+        /** @description As on the list: comma-separated created_at, updated_at, name; `-` for descending. */
+        sort?: string;
+        role?: 'ADMIN' | 'USER' | 'GUEST';
+      };
+      header: {
+        accept: string;
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Every matching row, one per line, in the list's order (schema of a line: User). NDJSON (the default) or CSV with a header line (nested members as JSON text), by `Accept`. Streamed: a failure after the first row ends the body early, without a final line break. */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson': string;
+          'text/csv': string;
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description Only ADMINs export (and an OAuth token needs the route’s scopes). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header admits neither application/x-ndjson nor text/csv. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. Or: an export costs 1000 points of the caller’s cost budget and fewer are left (docs/rate-limits.md "List cost"). */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
   UsersController_list: {
     parameters: {
       query?: {
@@ -3648,6 +4119,8 @@ export interface operations {
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         role?: 'ADMIN' | 'USER' | 'GUEST';
+        /** @description Search: every word must be the start of a word of the name, or (ADMIN callers only) the start of the email; case-insensitive. Results newest first, paged by `page`/`limit` (no `sort` or `cursor` with `q`). Empty -> 400. */
+        q?: string;
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -4921,6 +5394,321 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  OrdersListController_list: {
+    parameters: {
+      query?: {
+        /** @description Page number; `page * limit` may be at most 10000 (deeper: follow `Link: rel="next"`). */
+        page?: number;
+        limit?: number;
+        /** @description Comma-separated created_at, total_cents, each at most once; `-` for descending (e.g. `-created_at`). */
+        sort?: string;
+        /** @description Keyset position, as found in the `Link: rel="next"` URL. */
+        cursor?: string;
+        status?: 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
+        /** @description Only this user’s orders. A USER may only name themself (403 otherwise); a USER’s list is their own orders anyway. */
+        user_id?: string;
+        /** @description Only orders created strictly after this instant (RFC 3339). */
+        created_after?: string;
+        /** @description Only orders created at or before this instant (RFC 3339, inclusive). */
+        created_before?: string;
+        /** @description Only orders whose `total_cents` is at least this (inclusive). */
+        min_total_cents?: number;
+        /** @description Only orders whose `total_cents` is at most this (inclusive). */
+        max_total_cents?: number;
+      };
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page; `Link` has the first, prev, next and last pages. */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          Link: components['headers']['Link'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Order'][];
+            meta: components['schemas']['PageMeta'];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description A GUEST, a USER naming another user’s `user_id`, or an OAuth token without `orders:read`. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /**
+       * @description Too many requests; retry after `Retry-After` seconds.
+       *
+       *     Or: the page would cost more than is left of the caller’s cost budget (docs/rate-limits.md "List cost").
+       */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  OrdersListController_export: {
+    parameters: {
+      query?: {
+        /** @description As on the list: comma-separated created_at, total_cents; `-` for descending. */
+        sort?: string;
+        status?: 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
+        /** @description Only this user’s orders. A USER may only name themself (403 otherwise); a USER’s list is their own orders anyway. */
+        user_id?: string;
+        /** @description Only orders created strictly after this instant (RFC 3339). */
+        created_after?: string;
+        /** @description Only orders created at or before this instant (RFC 3339, inclusive). */
+        created_before?: string;
+        /** @description Only orders whose `total_cents` is at least this (inclusive). */
+        min_total_cents?: number;
+        /** @description Only orders whose `total_cents` is at most this (inclusive). */
+        max_total_cents?: number;
+      };
+      header: {
+        accept: string;
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Every matching row, one per line, in the list's order (schema of a line: Order). NDJSON (the default) or CSV with a header line (nested members as JSON text), by `Accept`. Streamed: a failure after the first row ends the body early, without a final line break. */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson': string;
+          'text/csv': string;
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description Only ADMINs export (and an OAuth token needs the route’s scopes). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header admits neither application/x-ndjson nor text/csv. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. Or: an export costs 1000 points of the caller’s cost budget and fewer are left (docs/rate-limits.md "List cost"). */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'RateLimit-Cost-Remaining': components['headers']['RateLimit-Cost-Remaining'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];

@@ -69,7 +69,8 @@ export async function request<T = any>(
     text,
   });
   let parsed: unknown = undefined;
-  if (text && (res.headers.get('content-type') ?? '').includes('json')) {
+  const type = res.headers.get('content-type') ?? '';
+  if (text && type.includes('json') && !type.includes('ndjson')) {
     parsed = JSON.parse(text);
   }
   return { status: res.status, headers: res.headers, body: parsed as T, text };

@@ -266,7 +266,8 @@ export async function checkResponse(base: string, res: CheckedResponse): Promise
   const op = candidates.find((o) => o.method === lookup);
   const where = `${method} ${path}`;
   let body: unknown;
-  const isJson = (res.contentType ?? '').includes('json');
+  // NDJSON (the exports) is lines of JSON, not one document
+  const isJson = /json/.test(res.contentType ?? '') && !/ndjson/.test(res.contentType ?? '');
   if (res.text !== '' && isJson) {
     try {
       body = JSON.parse(res.text);

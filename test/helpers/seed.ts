@@ -97,7 +97,7 @@ export async function seedLists(t: TestApp, n: number): Promise<Seeded> {
         i % 4 === 0 ? users[0] : users[i % 2000],
         statuses[i % statuses.length],
         '[{"sku":"S","quantity":1,"unit_price_cents":100}]',
-        100,
+        100 + ((i * 7919) % 100_000),
         'EUR',
         ts(i),
         ts(i),

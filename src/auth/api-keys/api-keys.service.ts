@@ -6,6 +6,7 @@ import { isId, newId, nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
 import { TokenService } from '../token.service.js';
+import { AuditService } from '../../audit/audit.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
 import { ApiKeysRepository } from './api-keys.repository.js';
@@ -35,6 +36,7 @@ export class ApiKeysService {
     private readonly db: DatabaseService,
     private readonly tokens: TokenService,
     private readonly keys: ApiKeysRepository,
+    private readonly audit: AuditService,
   ) {}
 
   async create(caller: Caller, input: CreateApiKeyInput): Promise<CreatedApiKeyResponse> {
@@ -76,7 +78,20 @@ export class ApiKeysService {
       revoked_at: null,
       created_at: nowIso(),
     };
-    await this.db.transaction(({ manager }) => this.keys.insert(manager, key, hash));
+    await this.db.transaction(async ({ manager }) => {
+      await this.keys.insert(manager, key, hash);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'api_key.created',
+        target: { type: 'api_key', id: key.id },
+        changes: {
+          name: [null, key.name],
+          role: [null, key.role],
+          user_id: [null, key.user_id],
+          expires_at: [null, key.expires_at],
+        },
+      });
+    });
     return { ...key, key: token };
   }
 
@@ -115,7 +130,16 @@ export class ApiKeysService {
     if (key.revoked_at !== null) {
       return;
     }
-    await this.db.transaction(({ manager }) => this.keys.revoke(manager, id, nowIso()));
+    const revokedAt = nowIso();
+    await this.db.transaction(async ({ manager }) => {
+      await this.keys.revoke(manager, id, revokedAt);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'api_key.revoked',
+        target: { type: 'api_key', id },
+        changes: { revoked_at: [null, revokedAt] },
+      });
+    });
   }
 }
 

@@ -136,8 +136,13 @@ export class OAuthArtifactsRepository {
   }
 
   /** Removes a grant and everything issued under it (codes, refresh tokens). */
-  async revokeGrant(grantId: string): Promise<void> {
-    await this.write(`DELETE FROM oauth_artifacts WHERE grant_id = ${this.p(1)}`, [grantId]);
+  async revokeGrant(grantId: string, within?: EntityManager): Promise<void> {
+    const sql = `DELETE FROM oauth_artifacts WHERE grant_id = ${this.p(1)}`;
+    if (within) {
+      await within.query(sql, [grantId]);
+      return;
+    }
+    await this.write(sql, [grantId]);
   }
 
   /** Every artefact of a client (its grants, codes, tokens, interactions). */

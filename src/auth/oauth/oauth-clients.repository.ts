@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../../common/list-query.js';
 import { orderBySql } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
@@ -71,9 +72,12 @@ function toRecord(row: ClientRow): OAuthClientRecord {
 export class OAuthClientsRepository {
   constructor(private readonly db: DatabaseService) {}
 
-  async insert(client: OAuthClientRecord): Promise<void> {
+  /** With `within`, in that transaction (an audited change); else in one of its own. */
+  async insert(client: OAuthClientRecord, within?: EntityManager): Promise<void> {
     const p = (n: number) => this.db.p(n);
-    await this.db.transaction(({ manager }) =>
+    const run = (work: (m: EntityManager) => Promise<unknown>) =>
+      within ? work(within) : this.db.transaction(({ manager }) => work(manager));
+    await run((manager) =>
       manager.query(
         `INSERT INTO oauth_clients (${COLUMNS})
          VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)},
@@ -169,11 +173,17 @@ export class OAuthClientsRepository {
   }
 
   /** True when a row was deleted. */
-  async delete(clientId: string): Promise<boolean> {
-    const existed = await this.find(clientId);
-    await this.db.transaction(({ manager }) =>
-      manager.query(`DELETE FROM oauth_clients WHERE client_id = ${this.db.p(1)}`, [clientId]),
-    );
-    return existed !== undefined;
+  async delete(clientId: string, within?: EntityManager): Promise<boolean> {
+    const work = async (manager: EntityManager) => {
+      const found = await manager.query<unknown[]>(
+        `SELECT 1 AS one FROM oauth_clients WHERE client_id = ${this.db.p(1)}`,
+        [clientId],
+      );
+      await manager.query(`DELETE FROM oauth_clients WHERE client_id = ${this.db.p(1)}`, [
+        clientId,
+      ]);
+      return found.length > 0;
+    };
+    return within ? work(within) : this.db.transaction(({ manager }) => work(manager));
   }
 }

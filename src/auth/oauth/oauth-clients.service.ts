@@ -18,6 +18,8 @@ import type {
   OAuthClientBranding,
   UpdateOAuthClientInput,
 } from './oauth-client.inputs.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { DatabaseService } from '../../database/database.service.js';
 import type { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import { OAuthClientsRepository, type OAuthClientRecord } from './oauth-clients.repository.js';
@@ -125,6 +127,8 @@ export class OAuthClientsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly clients: OAuthClientsRepository,
     private readonly artifacts: OAuthArtifactsRepository,
+    private readonly db: DatabaseService,
+    private readonly audit: AuditService,
   ) {}
 
   private assertAdmin(caller: Caller): void {
@@ -160,7 +164,20 @@ export class OAuthClientsService {
       previousSecretHash: null,
       previousSecretExpiresAt: null,
     };
-    await this.clients.insert(record);
+    await this.db.transaction(async ({ manager }) => {
+      await this.clients.insert(record, manager);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'oauth_client.created',
+        target: { type: 'oauth_client', id: record.clientId },
+        changes: {
+          name: [null, record.name],
+          redirect_uris: [null, record.redirectUris],
+          scopes: [null, record.scopes],
+          public: [null, record.isPublic],
+        },
+      });
+    });
     return { ...toClientBody(record), ...(secret ? { client_secret: secret } : {}) };
   }
 
@@ -266,7 +283,15 @@ export class OAuthClientsService {
     this.assertAdmin(caller);
     // artefacts first: a token request racing this one cannot find a grant without its client
     await this.artifacts.revokeClient(clientId);
-    await this.clients.delete(clientId);
+    await this.db.transaction(async ({ manager }) => {
+      if (await this.clients.delete(clientId, manager)) {
+        await this.audit.record(manager, {
+          actor: caller,
+          action: 'oauth_client.deleted',
+          target: { type: 'oauth_client', id: clientId },
+        });
+      }
+    });
     await this.artifacts.revokeClient(clientId);
   }
 }

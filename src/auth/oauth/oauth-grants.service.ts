@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Caller } from '../caller.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { DatabaseService } from '../../database/database.service.js';
 import { OAuthArtifactsRepository, type GrantRow } from './oauth-artifacts.repository.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import type { AuthorizedAppResponse } from './oauth.responses.js';
@@ -29,6 +31,8 @@ export class OAuthGrantsService {
   constructor(
     private readonly artifacts: OAuthArtifactsRepository,
     private readonly clients: OAuthClientsRepository,
+    private readonly db: DatabaseService,
+    private readonly audit: AuditService,
   ) {}
 
   async list(caller: Caller): Promise<AuthorizedApp[]> {
@@ -65,8 +69,21 @@ export class OAuthGrantsService {
 
   /** Idempotent: an app that holds no grant of this user is a no-op. */
   async revoke(caller: Caller, clientId: string): Promise<void> {
-    for (const grant of await this.artifacts.grantsOf(caller.userId, clientId)) {
-      await this.artifacts.revokeGrant(grant.id);
+    const grants = await this.artifacts.grantsOf(caller.userId, clientId);
+    if (grants.length === 0) {
+      return;
     }
+    await this.db.transaction(async ({ manager }) => {
+      for (const grant of grants) {
+        await this.artifacts.revokeGrant(grant.id, manager);
+      }
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'oauth_grant.revoked',
+        target: { type: 'oauth_client', id: clientId },
+        onBehalfOf: caller.userId,
+        changes: { scopes: [[...new Set(grants.flatMap(scopesOf))], null] },
+      });
+    });
   }
 }

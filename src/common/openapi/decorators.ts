@@ -81,6 +81,9 @@ type PageOptions = Pick<ListSpec, 'sortFields' | 'filters' | 'parameters' | 'mem
 /** Route metadata of a paged list: the cost of one row (src/rate-limit/list-cost.ts). */
 export const LIST_ROW_COST = 'atrium:list-row-cost';
 
+/** Route metadata: a request that costs a fixed number of points (the exports). */
+export const FIXED_REQUEST_COST = 'atrium:fixed-request-cost';
+
 /**
  * What one row of `model` costs from the caller's cost budget, as the same selection costs in
  * GraphQL: 1 for the row (an object field) plus 1 per member of its REST schema, `memberCosts` for
@@ -320,3 +323,58 @@ export const ApiStandardErrors = (kind: RouteKind, options: ErrorOptions = {}) =
   }
   return applyDecorators(...decorators);
 };
+
+/**
+ * A streamed export of a list (docs/admin.md "Exports"): the list's sort, filters and other
+ * parameters (no paging), NDJSON or CSV by `Accept`, one row per line in the REST representation
+ * of `model`, at a fixed cost from the caller's cost budget. ADMIN only.
+ */
+export const ApiExport = (model: Type<unknown>, options: PageOptions, cost: number) =>
+  applyDecorators(
+    SetMetadata(FIXED_REQUEST_COST, cost),
+    ApiExtraModels(model),
+    ApiQuery({
+      name: 'sort',
+      required: false,
+      schema: { type: 'string', pattern: sortPattern(options.sortFields) },
+      description: `As on the list: comma-separated ${options.sortFields.join(', ')}; \`-\` for descending.`,
+    }),
+    ...Object.entries(options.filters ?? {}).map(([name, values]) =>
+      ApiQuery({ name, required: false, schema: { type: 'string', enum: [...values] } }),
+    ),
+    ...Object.entries(options.parameters ?? {}).map(([name, { description, schema }]) =>
+      ApiQuery({ name, required: false, description, schema }),
+    ),
+    ApiResponse({
+      status: 200,
+      description: `Every matching row, one per line, in the list's order (schema of a line: ${model.name.replace(/Response$/, '')}). NDJSON (the default) or CSV with a header line (nested members as JSON text), by \`Accept\`. Streamed: a failure after the first row ends the body early, without a final line break.`,
+      content: {
+        'application/x-ndjson': { schema: { type: 'string' } },
+        'text/csv': { schema: { type: 'string' } },
+      },
+      headers: {
+        'RateLimit-Cost-Remaining': header('RateLimit-Cost-Remaining'),
+      },
+    }),
+    errorResponse(
+      400,
+      'Malformed request: a query parameter is invalid, or the API version is not v1.',
+    ),
+    errorResponse(401, 'Missing or invalid credentials; `WWW-Authenticate` names the schemes.', {
+      'WWW-Authenticate': header('WWW-Authenticate'),
+    }),
+    errorResponse(403, 'Only ADMINs export (and an OAuth token needs the route’s scopes).'),
+    errorResponse(406, 'The `Accept` header admits neither application/x-ndjson nor text/csv.'),
+    errorResponse(
+      429,
+      `Too many requests; retry after \`Retry-After\` seconds. Or: an export costs ${cost} points of the caller’s cost budget and fewer are left (docs/rate-limits.md "List cost").`,
+      {
+        'Retry-After': header('Retry-After'),
+        'RateLimit-Cost-Remaining': header('RateLimit-Cost-Remaining'),
+      },
+    ),
+    errorResponse(500, 'Unexpected server fault; quote `request_id` when reporting it.'),
+    errorResponse(503, 'The database is unreachable; retry after `Retry-After` seconds.', {
+      'Retry-After': header('Retry-After'),
+    }),
+  );

@@ -1,0 +1,76 @@
+import { Readable } from 'node:stream';
+import Negotiator from 'negotiator';
+import type { FastifyReply } from 'fastify';
+import { DomainError } from './errors.js';
+
+export const EXPORT_TYPES = ['application/x-ndjson', 'text/csv'] as const;
+export type ExportType = (typeof EXPORT_TYPES)[number];
+
+/** The export's media type from `Accept` (NDJSON when absent or `*\/*`); neither -> 406. */
+export function exportType(accept: string | undefined): ExportType {
+  if (!accept || accept.trim() === '') {
+    return 'application/x-ndjson';
+  }
+  const chosen = new Negotiator({ headers: { accept } }).mediaType([...EXPORT_TYPES]);
+  if (chosen === undefined) {
+    throw new DomainError(
+      'not_acceptable',
+      'This endpoint produces application/x-ndjson or text/csv',
+    );
+  }
+  return chosen as ExportType;
+}
+
+/** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; objects as JSON. */
+function csvField(value: unknown): string {
+  if (value === null || value === undefined) {
+    return '';
+  }
+  const text = typeof value === 'string' ? value : JSON.stringify(value); // numbers, booleans, objects as JSON
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/**
+ * Sends `rows` (REST representations) as one line each: NDJSON, or CSV with a header line of
+ * `columns` (nested members as JSON text). Pulled from the generator as the socket drains
+ * (Readable.from honours backpressure), so memory stays at one database batch. A failure after the
+ * first byte can only end the response early: the stream is destroyed and the client sees a
+ * truncated body (no final line break).
+ */
+export function sendExport<T extends object>(
+  reply: FastifyReply,
+  type: ExportType,
+  filename: string,
+  columns: readonly (keyof T & string)[],
+  rows: AsyncIterable<T>,
+): FastifyReply {
+  async function* lines(): AsyncGenerator<string> {
+    if (type === 'text/csv') {
+      yield `${columns.join(',')}\r\n`;
+    }
+    let chunk = '';
+    for await (const row of rows) {
+      chunk +=
+        type === 'text/csv'
+          ? `${columns.map((c) => csvField(row[c])).join(',')}\r\n`
+          : `${JSON.stringify(row)}\n`;
+      if (chunk.length >= 16_384) {
+        yield chunk;
+        chunk = '';
+      }
+    }
+    if (chunk !== '') {
+      yield chunk;
+    }
+  }
+  const ext = type === 'text/csv' ? 'csv' : 'ndjson';
+  return reply
+    .code(200)
+    .header(
+      'Content-Type',
+      type === 'text/csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+    )
+    .header('Content-Disposition', `attachment; filename="${filename}.${ext}"`)
+    .header('Cache-Control', 'no-store')
+    .send(Readable.from(lines(), { objectMode: false, highWaterMark: 1 }));
+}

@@ -1,0 +1,242 @@
+import { Injectable } from '@nestjs/common';
+import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { instantParam, wholeParam } from '../common/admin-filters.js';
+import {
+  BadRequest,
+  DomainError,
+  Forbidden,
+  Unauthorized,
+  type ErrorDetail,
+} from '../common/errors.js';
+import { isId } from '../common/ids.js';
+import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { DatabaseService } from '../database/database.service.js';
+import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
+import { ORDER_STATUSES, type Order } from './order.js';
+import { orderFromRow, type OrderRow } from './orders.mapper.js';
+import { OrdersRepository, type OrderFilter } from './orders.repository.js';
+
+export type OrderListFilter = 'status';
+
+/** GET /api/v1/orders: sorts, filters and the other parameters (documented by ApiPage). */
+export const ORDERS_ALL_LIST_SPEC: ListSpec<OrderListFilter> = {
+  sortFields: ['created_at', 'total_cents'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: { status: ORDER_STATUSES },
+  parameters: {
+    user_id: {
+      description:
+        'Only this user’s orders. A USER may only name themself (403 otherwise); a USER’s list is their own orders anyway.',
+      schema: { type: 'string', pattern: '^usr_[0-9A-HJKMNP-TV-Z]{26}$' },
+    },
+    created_after: {
+      description: 'Only orders created strictly after this instant (RFC 3339).',
+      schema: { type: 'string', format: 'date-time' },
+    },
+    created_before: {
+      description: 'Only orders created at or before this instant (RFC 3339, inclusive).',
+      schema: { type: 'string', format: 'date-time' },
+    },
+    min_total_cents: {
+      description: 'Only orders whose `total_cents` is at least this (inclusive).',
+      schema: { type: 'integer', minimum: 0, maximum: MAX_TOTAL_CENTS },
+    },
+    max_total_cents: {
+      description: 'Only orders whose `total_cents` is at most this (inclusive).',
+      schema: { type: 'integer', minimum: 0, maximum: MAX_TOTAL_CENTS },
+    },
+  },
+};
+
+/** A checked filter plus what the queries need to know about it. */
+export interface ResolvedOrderFilter {
+  filter: OrderFilter;
+  /** The owner is the caller or a user checked live: no per-row check of the owner. */
+  liveOwner: boolean;
+  /** No order can match (a user_id of no live user). */
+  empty: boolean;
+}
+
+/**
+ * The orders list across users (docs/admin.md): ADMINs see every order of a live user, USERs their
+ * own (naming another user -> 403), GUESTs none (403). REST, GraphQL and the export share these
+ * rules.
+ */
+@Injectable()
+export class OrdersListService {
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly orders: OrdersRepository,
+    private readonly counters: CountersRepository,
+  ) {}
+
+  /** The REST query -> a checked filter and list query (400 naming every bad parameter). */
+  parse(rawQuery: Record<string, unknown>): { query: ListQuery; filter: OrderFilter } {
+    const details: ErrorDetail[] = [];
+    let query: ListQuery;
+    try {
+      query = parseListQuery(rawQuery, ORDERS_ALL_LIST_SPEC);
+    } catch (err) {
+      // one 400 naming every bad parameter, the list's own and these
+      if (err instanceof DomainError) {
+        details.push(...(err.details ?? []));
+      }
+      query = parseListQuery({}, ORDERS_ALL_LIST_SPEC);
+    }
+    const filter = this.filterFrom(
+      {
+        status: query.filters.status,
+        userId: rawQuery.user_id,
+        createdAfter: instantParam(rawQuery, 'created_after', details),
+        createdBefore: instantParam(rawQuery, 'created_before', details),
+        minTotalCents: wholeParam(rawQuery, 'min_total_cents', MAX_TOTAL_CENTS, details),
+        maxTotalCents: wholeParam(rawQuery, 'max_total_cents', MAX_TOTAL_CENTS, details),
+      },
+      details,
+      'user_id',
+    );
+    if (details.length > 0) {
+      throw BadRequest('Invalid query parameters', details);
+    }
+    return { query, filter };
+  }
+
+  /** Checks a filter's user id (GraphQL passes its input here too). */
+  filterFrom(
+    input: Omit<OrderFilter, 'userId'> & { userId?: unknown },
+    details: ErrorDetail[],
+    userIdName: string,
+  ): OrderFilter {
+    const { userId, ...rest } = input;
+    const filter: OrderFilter = { ...rest };
+    if (userId !== undefined && userId !== null) {
+      if (!isId('user', userId)) {
+        details.push({ field: userIdName, message: `${userIdName} must be a user id (usr_…)` });
+      } else {
+        filter.userId = userId;
+      }
+    }
+    return filter;
+  }
+
+  /** Rights, then the filter as the caller may see it. */
+  async resolve(caller: MaybeCaller, filter: OrderFilter): Promise<ResolvedOrderFilter> {
+    this.requireOrderRole(caller);
+    if (!isAdmin(caller)) {
+      if (filter.userId !== undefined && filter.userId !== caller.userId) {
+        throw Forbidden('You may only list your own orders');
+      }
+      return { filter: { ...filter, userId: caller.userId }, liveOwner: true, empty: false };
+    }
+    if (filter.userId === undefined) {
+      return { filter, liveOwner: false, empty: false };
+    }
+    const live = await this.db.query<{ id: string }>(
+      `SELECT id FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
+      [filter.userId],
+    );
+    return { filter, liveOwner: true, empty: live.length === 0 };
+  }
+
+  async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Order>> {
+    this.requireOrderRole(caller);
+    const { query, filter } = this.parse(rawQuery);
+    const resolved = await this.resolve(caller, filter);
+    const { rows, meta, next } = await this.pageOf(resolved, query);
+    return { data: rows.map(orderFromRow), meta, next };
+  }
+
+  /** A page of rows (REST and GraphQL). */
+  pageOf(resolved: ResolvedOrderFilter, query: ListQuery) {
+    if (resolved.empty) {
+      return Promise.resolve({
+        rows: [] as OrderRow[],
+        meta: {
+          page: query.cursor && !query.pageGiven ? null : query.page,
+          limit: query.limit,
+          total: 0,
+        },
+        next: null,
+      });
+    }
+    return this.orders.pageAcrossUsers(
+      resolved.filter,
+      resolved.liveOwner,
+      query,
+      this.total(resolved),
+    );
+  }
+
+  /**
+   * The exact number of matching orders: one counter read when only `status` and `user_id` filter
+   * (CountersRepository), else a COUNT over the index range of the filters.
+   */
+  total(resolved: ResolvedOrderFilter): Promise<number> {
+    const { filter, liveOwner, empty } = resolved;
+    if (empty) {
+      return Promise.resolve(0);
+    }
+    const ranged =
+      filter.createdAfter !== undefined ||
+      filter.createdBefore !== undefined ||
+      filter.minTotalCents !== undefined ||
+      filter.maxTotalCents !== undefined;
+    if (ranged) {
+      return this.orders.countAcrossUsers(filter, liveOwner);
+    }
+    const { status, userId } = filter;
+    if (userId !== undefined) {
+      return this.counters.get(
+        status ? CountKeys.ordersOfUserByStatus(userId, status) : CountKeys.ordersOfUser(userId),
+      );
+    }
+    return this.counters.get(status ? CountKeys.ordersByStatus(status) : CountKeys.orders());
+  }
+
+  /** The export's rows: ADMIN only, the list's filters and sort. */
+  async exportRows(
+    caller: MaybeCaller,
+    rawQuery: Record<string, unknown>,
+  ): Promise<AsyncGenerator<Order>> {
+    this.requireAdminCaller(caller);
+    const { query, filter } = this.parse(rawQuery);
+    const resolved = await this.resolve(caller, filter);
+    const rows = this.orders;
+    return (async function* () {
+      if (resolved.empty) {
+        return;
+      }
+      for await (const row of rows.scanAcrossUsers(
+        resolved.filter,
+        resolved.liveOwner,
+        query.sort,
+      )) {
+        yield orderFromRow(row);
+      }
+    })();
+  }
+
+  cursorOf(row: OrderRow, query: ListQuery): string {
+    return this.orders.cursorAcrossUsers(row, query.sort);
+  }
+
+  private requireOrderRole(caller: MaybeCaller): asserts caller is Caller {
+    if (!caller) {
+      throw Unauthorized();
+    }
+    if (!hasRole(caller, Role.USER)) {
+      throw Forbidden('Guests may not access orders');
+    }
+  }
+
+  private requireAdminCaller(caller: MaybeCaller): asserts caller is Caller {
+    if (!caller) {
+      throw Unauthorized();
+    }
+    if (!isAdmin(caller)) {
+      throw Forbidden('Only administrators can export');
+    }
+  }
+}

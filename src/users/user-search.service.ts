@@ -1,0 +1,111 @@
+import { Injectable } from '@nestjs/common';
+import { isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
+import { Role } from '../auth/role.js';
+import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
+import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { MAX_SEARCH_WORDS } from '../search/search-query.js';
+import type { User } from './user.js';
+import { userFromRow } from './users.mapper.js';
+import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';
+
+/** The users list's sort columns (as in UsersService). */
+const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
+
+/** The users export: the list's sort and `role` filter (no search, no paging). */
+export const USER_EXPORT_SPEC: ListSpec<'role'> = {
+  sortFields: ['created_at', 'updated_at', 'name'],
+  defaultSort: [{ field: 'created_at', desc: false }],
+  filters: { role: [Role.ADMIN, Role.USER, Role.GUEST] },
+};
+
+/**
+ * The user search (`?q=`, `users(query:)`) and the users export (docs/admin.md): who may match on
+ * email and who may export. SQL in UsersRepository.
+ */
+@Injectable()
+export class UserSearchService {
+  constructor(private readonly users: UsersRepository) {}
+
+  /** `?q=`: the user search (UsersRepository), page by page. */
+  async searchList(
+    caller: Caller,
+    rawQuery: Record<string, unknown>,
+    query: ListQuery,
+  ): Promise<Page<User>> {
+    const tokens = searchQueryTokens(rawQuery.q, 'q');
+    if (rawQuery.sort !== undefined || query.cursor !== undefined) {
+      throw BadRequest('Invalid query parameters', [
+        {
+          field: rawQuery.sort !== undefined ? 'sort' : 'cursor',
+          message: 'a search (q) is ordered newest first and paged by page and limit',
+        },
+      ]);
+    }
+    const { rows, total } = await this.users.searchPage(
+      tokens,
+      isAdmin(caller),
+      query.filters.role,
+      query.limit,
+      (query.page - 1) * query.limit,
+    );
+    return { data: rows.map(userFromRow), meta: { page: query.page, limit: query.limit, total } };
+  }
+
+  /** The users export: ADMIN only; the list's `role` filter and sort, every live user. */
+  async exportRows(
+    caller: MaybeCaller,
+    rawQuery: Record<string, unknown>,
+  ): Promise<AsyncGenerator<User>> {
+    requireCaller(caller);
+    if (!isAdmin(caller)) {
+      throw Forbidden('Only administrators can export');
+    }
+    const query = parseListQuery(rawQuery, USER_EXPORT_SPEC);
+    const rows = this.users.scanForExport(query.filters.role, query.sort, SORT_COLUMNS);
+    return (async function* () {
+      for await (const row of rows) {
+        yield userFromRow(row);
+      }
+    })();
+  }
+
+  /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */
+  async searchUsers(
+    caller: MaybeCaller,
+    q: unknown,
+    role: Role | undefined,
+    limit: number,
+    offset: number,
+  ): Promise<{ users: User[]; total: number }> {
+    requireCaller(caller);
+    const tokens = searchQueryTokens(q, 'query');
+    const { rows, total } = await this.users.searchPage(
+      tokens,
+      isAdmin(caller),
+      role,
+      limit,
+      offset,
+    );
+    return { users: rows.map(userFromRow), total };
+  }
+}
+
+function requireCaller(caller: MaybeCaller): asserts caller is Caller {
+  if (!caller) {
+    throw Unauthorized();
+  }
+}
+
+/** A search text as tokens: empty (or only separators) or too many words -> 400 naming `name`. */
+function searchQueryTokens(q: unknown, name: string): SearchToken[] {
+  const tokens = typeof q === 'string' && q.length <= 200 ? searchTokens(q) : [];
+  if (tokens.length === 0 || tokens.length > MAX_SEARCH_WORDS) {
+    throw BadRequest('Invalid query parameters', [
+      {
+        field: name,
+        message: `${name} must hold 1 to ${MAX_SEARCH_WORDS} words (at most 200 characters)`,
+      },
+    ]);
+  }
+  return tokens;
+}
