@@ -12,10 +12,10 @@ import {
 import { isId } from '../common/ids.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { DatabaseService } from '../database/database.service.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { ORDER_STATUSES, type Order } from './order.js';
 import { orderFromRow, type OrderRow } from './orders.mapper.js';
+import { UsersRepository } from '../users/users.repository.js';
 import { OrdersRepository, type OrderFilter } from './orders.repository.js';
 
 export type OrderListFilter = 'status';
@@ -67,9 +67,9 @@ export interface ResolvedOrderFilter {
 @Injectable()
 export class OrdersListService {
   constructor(
-    private readonly db: DatabaseService,
     private readonly orders: OrdersRepository,
     private readonly counters: CountersRepository,
+    private readonly users: UsersRepository,
   ) {}
 
   /** The REST query -> a checked filter and list query (400 naming every bad parameter). */
@@ -133,11 +133,8 @@ export class OrdersListService {
     if (filter.userId === undefined) {
       return { filter, liveOwner: false, empty: false };
     }
-    const live = await this.db.query<{ id: string }>(
-      `SELECT id FROM users WHERE id = ${this.db.p(1)} AND deleted_at IS NULL`,
-      [filter.userId],
-    );
-    return { filter, liveOwner: true, empty: live.length === 0 };
+    const owner = await this.users.findById(filter.userId);
+    return { filter, liveOwner: true, empty: owner === undefined };
   }
 
   async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Order>> {

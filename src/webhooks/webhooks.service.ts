@@ -29,6 +29,7 @@ import { newWebhookSecret } from './webhook-signer.js';
 import { isWebhookId, newWebhookId } from './webhook-types.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { toRestDelivery, toRestEndpoint } from './webhooks.mapper.js';
+import { AuditService } from '../audit/audit.service.js';
 
 export const WEBHOOK_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at'],
@@ -62,6 +63,7 @@ export class WebhooksService {
     private readonly events: WebhookEventsRepository,
     private readonly clients: OAuthClientsRepository,
     private readonly scheduler: WebhookScheduler,
+    private readonly audit: AuditService,
   ) {
     this.allowed = new AllowedHosts(config.webhooks.allowedHosts);
   }
@@ -120,8 +122,17 @@ export class WebhooksService {
       created_at: now,
       updated_at: now,
     };
-    await this.db.transaction(({ manager }) => this.endpoints.insert(manager, row));
-    return { ...toRestEndpoint(row), secret: row.secret };
+    const created = toRestEndpoint(row);
+    await this.db.transaction(async ({ manager }) => {
+      await this.endpoints.insert(manager, row);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'webhook.created',
+        target: { type: 'webhook', id: row.id },
+        changes: endpointChanges(undefined, created),
+      });
+    });
+    return { ...created, secret: row.secret };
   }
 
   async listEndpoints(
@@ -169,7 +180,14 @@ export class WebhooksService {
       }
       // null members of the row are written as they are, undefined ones are left alone
       await this.endpoints.update(manager, id, changes);
-      return toRestEndpoint({ ...row, ...stripUndefined(changes) });
+      const updated = toRestEndpoint({ ...row, ...stripUndefined(changes) });
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'webhook.updated',
+        target: { type: 'webhook', id },
+        changes: endpointChanges(toRestEndpoint(row), updated),
+      });
+      return updated;
     });
   }
 
@@ -185,6 +203,11 @@ export class WebhooksService {
       }
       await this.deliveries.deleteOfEndpoint(manager, id);
       await this.endpoints.delete(manager, id);
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'webhook.deleted',
+        target: { type: 'webhook', id },
+      });
     });
   }
 
@@ -205,6 +228,12 @@ export class WebhooksService {
         updated_at: now,
       });
       await this.deliveries.abandonEndpoint(manager, id, 'the endpoint was disabled', now);
+      await this.audit.record(manager, {
+        actor: 'system',
+        action: 'webhook.disabled',
+        target: { type: 'webhook', id },
+        changes: { active: [true, false], disabled_reason: [null, reason] },
+      });
       return true;
     });
     if (disabled) {
@@ -320,4 +349,19 @@ function newDelivery(endpointId: string, eventId: string, type: WebhookDeliveryR
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Audited members of an endpoint (REST names), `{member: [old, new]}`; the secret never appears. */
+function endpointChanges(
+  before: WebhookEndpointResponse | undefined,
+  after: WebhookEndpointResponse,
+): Record<string, [unknown, unknown]> {
+  const changes: Record<string, [unknown, unknown]> = {};
+  for (const member of ['url', 'events', 'description', 'oauth_client_id', 'active'] as const) {
+    const old = before ? before[member] : null;
+    if (JSON.stringify(old) !== JSON.stringify(after[member])) {
+      changes[member] = [old, after[member]];
+    }
+  }
+  return changes;
 }

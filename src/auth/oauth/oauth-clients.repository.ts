@@ -103,10 +103,15 @@ export class OAuthClientsRepository {
     );
   }
 
-  /** Writes every editable member of a registered client back (PATCH, secret rotation). */
-  async update(client: OAuthClientRecord): Promise<boolean> {
+  /**
+   * Writes every editable member of a registered client back (PATCH, secret rotation); with
+   * `within`, in that transaction (an audited change), else in one of its own.
+   */
+  async update(client: OAuthClientRecord, within?: EntityManager): Promise<boolean> {
     const p = (n: number) => this.db.p(n);
-    const rows = await this.db.transaction(({ manager }) =>
+    const run = <T>(work: (m: EntityManager) => Promise<T>) =>
+      within ? work(within) : this.db.transaction(({ manager }) => work(manager));
+    const rows = await run((manager) =>
       manager.query(
         `UPDATE oauth_clients SET name = ${p(1)}, redirect_uris = ${p(2)}, scopes = ${p(3)},
            logo_uri = ${p(4)}, client_uri = ${p(5)}, policy_uri = ${p(6)}, tos_uri = ${p(7)},

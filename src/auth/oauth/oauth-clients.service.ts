@@ -121,6 +121,29 @@ function newSecret(): string {
  * SHA-256 (the secret is 256 random bits, so a slow hash adds nothing); deleting a client removes
  * every grant, code and refresh token it holds, which also stops its access tokens at once.
  */
+/** The members a PATCH changed, in REST names: `{member: [old, new]}` (no secret is editable). */
+function clientChanges(
+  before: OAuthClientRecord,
+  after: OAuthClientRecord,
+): Record<string, [unknown, unknown]> {
+  const members: [string, unknown, unknown][] = [
+    ['name', before.name, after.name],
+    ['redirect_uris', before.redirectUris, after.redirectUris],
+    ['scopes', before.scopes, after.scopes],
+    ['logo_uri', before.logoUri, after.logoUri],
+    ['client_uri', before.clientUri, after.clientUri],
+    ['policy_uri', before.policyUri, after.policyUri],
+    ['tos_uri', before.tosUri, after.tosUri],
+  ];
+  const changes: Record<string, [unknown, unknown]> = {};
+  for (const [member, old, now] of members) {
+    if (JSON.stringify(old) !== JSON.stringify(now)) {
+      changes[member] = [old, now];
+    }
+  }
+  return changes;
+}
+
 @Injectable()
 export class OAuthClientsService {
   constructor(
@@ -241,9 +264,17 @@ export class OAuthClientsService {
       tosUri: input.tos_uri === undefined ? client.tosUri : input.tos_uri,
       updatedAt: nowIso(),
     };
-    if (!(await this.clients.update(updated))) {
-      throw NotFound('OAuth client');
-    }
+    await this.db.transaction(async ({ manager }) => {
+      if (!(await this.clients.update(updated, manager))) {
+        throw NotFound('OAuth client');
+      }
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'oauth_client.updated',
+        target: { type: 'oauth_client', id: clientId },
+        changes: clientChanges(client, updated),
+      });
+    });
     const dropped = client.scopes.filter((s) => !updated.scopes.includes(s));
     if (dropped.length > 0) {
       await this.artifacts.revokeClientTokensWith(clientId, dropped);
@@ -272,9 +303,23 @@ export class OAuthClientsService {
         overlapS > 0 ? new Date(Date.now() + overlapS * 1000).toISOString() : null,
       updatedAt: nowIso(),
     };
-    if (!(await this.clients.update(updated))) {
-      throw NotFound('OAuth client');
-    }
+    await this.db.transaction(async ({ manager }) => {
+      if (!(await this.clients.update(updated, manager))) {
+        throw NotFound('OAuth client');
+      }
+      // the secret itself is never recorded: only that it was rotated, and until when the old one works
+      await this.audit.record(manager, {
+        actor: caller,
+        action: 'oauth_client.secret_rotated',
+        target: { type: 'oauth_client', id: clientId },
+        changes: {
+          previous_secret_expires_at: [
+            client.previousSecretExpiresAt,
+            updated.previousSecretExpiresAt,
+          ],
+        },
+      });
+    });
     return { ...toClientBody(updated), client_secret: secret };
   }
 
