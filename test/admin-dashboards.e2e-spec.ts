@@ -338,6 +338,34 @@ describe('admin dashboards', () => {
       expect(d.request_id).toBe(del.headers.get('x-request-id'));
     });
 
+    it('records an OAuth client edited and its secret rotated, without either secret', async () => {
+      const res = await admin.post('/api/v1/oauth/clients', {
+        name: 'Edited app',
+        redirect_uris: ['https://app.example.com/cb'],
+        scopes: ['users:read'],
+      });
+      expect(res.status, res.text).toBe(201);
+      const id = res.body.data.client_id as string;
+      const patched = await admin.patch(`/api/v1/oauth/clients/${id}`, {
+        name: 'Edited app 2',
+        scopes: ['users:read', 'posts:read'],
+      });
+      expect(patched.status, patched.text).toBe(200);
+      const [u] = await entries('oauth_client.updated', id);
+      expect(u.changes).toEqual({
+        name: ['Edited app', 'Edited app 2'],
+        scopes: [['users:read'], ['users:read', 'posts:read']],
+      });
+      expect(u.request_id).toBe(patched.headers.get('x-request-id'));
+      const rotated = await admin.post(`/api/v1/oauth/clients/${id}/secret`, {});
+      expect(rotated.status, rotated.text).toBe(200);
+      const [r] = await entries('oauth_client.secret_rotated', id);
+      expect(r.request_id).toBe(rotated.headers.get('x-request-id'));
+      const text = JSON.stringify(r);
+      expect(text).not.toContain(res.body.data.client_secret);
+      expect(text).not.toContain(rotated.body.data.client_secret);
+    });
+
     it('records an order status set by an ADMIN, not one set by its owner', async () => {
       const id = await order(bob, 1234);
       const paid = await admin.patch(`/api/v1/orders/${id}`, { status: 'paid' });

@@ -391,6 +391,56 @@ describe('webhooks: endpoints, events, signing, retries (/api/v1/webhooks)', () 
     }
   });
 
+  it('audits endpoint changes (created, updated, disabled, deleted) with the request id, never the secret', async () => {
+    const entries = async (action: string, id: string) => {
+      const res = await admin.get(`/api/v1/audit-events?action=${action}&target_id=${id}`);
+      expect(res.status, res.text).toBe(200);
+      return res.body.data as Record<string, any>[];
+    };
+    const path = `/${unique('audited')}`;
+    const created = await admin.post('/api/v1/webhooks', {
+      url: receiver.url(path),
+      events: ['post.created'],
+    });
+    expect(created.status).toBe(201);
+    const { id, secret } = created.body.data as { id: string; secret: string };
+    const [c] = await entries('webhook.created', id);
+    expect(c).toMatchObject({
+      target: { type: 'webhook', id },
+      request_id: created.headers.get('x-request-id'),
+    });
+    expect(c.changes.url).toEqual([null, receiver.url(path)]);
+    expect(JSON.stringify(c)).not.toContain(secret);
+
+    const patched = await admin.patch(`/api/v1/webhooks/${id}`, { events: ['post.updated'] });
+    expect(patched.status).toBe(200);
+    const [u] = await entries('webhook.updated', id);
+    expect(u.changes).toEqual({ events: [['post.created'], ['post.updated']] });
+    expect(u.request_id).toBe(patched.headers.get('x-request-id'));
+
+    // disabled by the service (410 Gone): the actor is the system
+    receiver.answer = (req) => (req.path === path ? { status: 410 } : { status: 200 });
+    try {
+      await alice.client.post('/api/v1/posts', { title: 'audited', body: 'x' });
+      await admin.patch(`/api/v1/webhooks/${id}`, { events: ['post.created'] });
+      await alice.client.post('/api/v1/posts', { title: 'audited 2', body: 'x' });
+      const [d] = await eventually(async () => {
+        const found = await entries('webhook.disabled', id);
+        return found.length > 0 ? found : undefined;
+      });
+      expect(d.actor).toEqual({ type: 'system', id: null });
+      expect(d.changes.active).toEqual([true, false]);
+    } finally {
+      receiver.answer = () => ({ status: 200 });
+    }
+
+    const del = await admin.delete(`/api/v1/webhooks/${id}`);
+    expect(del.status).toBe(204);
+    const deleted = await entries('webhook.deleted', id);
+    expect(deleted).toHaveLength(1);
+    expect(deleted[0].request_id).toBe(del.headers.get('x-request-id'));
+  });
+
   it('redelivers an event with the same webhook-id (202), and 404 for an unknown delivery', async () => {
     const path = `/${unique('redeliver')}`;
     const endpoint = await register(path, ['post.created']);
