@@ -10,7 +10,7 @@ import { AppGuard } from './app.guard.js';
 import { AppModule } from './app.module.js';
 import { describeOAuthInOpenApi } from './auth/oauth/oauth-openapi.js';
 import { registerOAuthRoutes } from './auth/oauth/oauth.routes.js';
-import { HttpExceptionFilter } from './common/http-exception.filter.js';
+import { HttpExceptionFilter } from './http/http-exception.filter.js';
 import {
   clientErrorHandler,
   frameworkErrorHandler,
@@ -18,19 +18,19 @@ import {
   type HttpHookOptions,
   registerHttpHooks,
   rewriteUrl,
-} from './common/http-hooks.js';
-import { corsOptionsDelegate, skipCorsWithoutOrigin } from './common/cors.js';
+} from './http/http-hooks.js';
+import { corsOptionsDelegate, skipCorsWithoutOrigin } from './http/cors.js';
 import { finishOpenApiDocument } from './common/openapi/document.js';
-import { jsonShapeViolation, refusedBodyShape } from './common/json-shape.js';
-import { QueryParamsCheck, queryParamsByRoute } from './common/query-params.js';
+import { jsonShapeViolation, refusedBodyShape } from './http/json-shape.js';
+import { QueryParamsCheck, queryParamsByRoute } from './http/query-params.js';
 import {
   createRootLogger,
   PinoLoggerService,
   requestChildLogger,
   RequestLogController,
-} from './common/logging.js';
-import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './common/security-headers.js';
-import { ShutdownState } from './common/shutdown.js';
+} from './http/logging.js';
+import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './http/security-headers.js';
+import { ShutdownState } from './http/shutdown.js';
 import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';

@@ -1,11 +1,11 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthRequirement } from './auth/auth.decorators.js';
-import { RouteAuthenticator, routeRequirement } from './auth/auth.guard.js';
-import type { MaybeCaller } from './auth/caller.js';
-import { routeScopeRefusal } from './auth/oauth/oauth-scope.guard.js';
-import { QueryParamsCheck } from './common/query-params.js';
+import type { AuthRequirement } from './identity/auth.decorators.js';
+import { RouteAuthenticator, routeRequirement } from './identity/auth.guard.js';
+import type { MaybeCaller } from './identity/caller.js';
+import { routeScopeRefusal } from './identity/scope.guard.js';
+import { QueryParamsCheck } from './http/query-params.js';
 import { APP_CONFIG, type AppConfig } from './config/config.js';
 import { ListCost } from './rate-limit/list-cost.js';
 import { RateLimitService } from './rate-limit/rate-limit.service.js';

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory.js';
-import { installGracefulShutdown } from './common/shutdown.js';
+import { installGracefulShutdown } from './http/shutdown.js';
 import { ConfigError, loadConfigFromEnvironment, type AppConfig } from './config/config.js';
 
 let config: AppConfig;

@@ -4,9 +4,9 @@ import { ModulesContainer } from '@nestjs/core';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
 import { isObjectType, type GraphQLSchema } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_METADATA, FIRST_PARTY_ONLY } from '../src/auth/auth.decorators.js';
-import { API_SCOPES } from '../src/auth/oauth/oauth.scopes.js';
-import { isRole } from '../src/auth/role.js';
+import { AUTH_METADATA, FIRST_PARTY_ONLY } from '../src/identity/auth.decorators.js';
+import { API_SCOPES } from '../src/identity/scopes.js';
+import { isRole } from '../src/identity/role.js';
 import { startApp, type TestApp } from './helpers/app.js';
 import { request } from './helpers/http.js';
 

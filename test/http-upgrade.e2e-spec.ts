@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import net from 'node:net';
 import type { DestinationStream } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ShutdownState } from '../src/common/shutdown.js';
+import { ShutdownState } from '../src/http/shutdown.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { startApp, type TestApp } from './helpers/app.js';
 import { request } from './helpers/http.js';

@@ -1,6 +1,6 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { OAuthArtifactsRepository } from '../src/auth/oauth/oauth-artifacts.repository.js';
+import { OAuthArtifactsRepository } from '../src/identity/oauth-artifacts.repository.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';

@@ -11,7 +11,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_SCOPES } from '../src/auth/oauth/oauth.scopes.js';
+import { API_SCOPES } from '../src/identity/scopes.js';
 import { GraphQLSchemaHost } from '@nestjs/graphql';
 import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';

@@ -1,12 +1,12 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { linkHeader } from '../common/list-query.js';
 import { ApiDoc, ApiPage, ApiStandardErrors } from '../common/openapi/decorators.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import { AuditEventResponse } from './audit-event.response.js';
 import { AUDIT_LIST_SPEC, AuditService } from './audit.service.js';
 

@@ -12,7 +12,7 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { encodeListCursor, orderKeyOf } from '../common/keyset.js';
+import { encodeListCursor, orderKeyOf } from '../database/keyset.js';
 import { Connection, type ConnectionValue } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';

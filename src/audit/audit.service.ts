@@ -6,7 +6,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
+import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { instantParam } from '../common/admin-filters.js';
 import { BadRequest, Forbidden, Unauthorized, type ErrorDetail } from '../common/errors.js';
 import { newId, nowIso } from '../common/ids.js';

@@ -1,9 +1,9 @@
 import { Body, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { withEtag } from '../common/etag.js';
+import { withEtag } from '../http/etag.js';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
-import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
+import { refuseWith, TOO_MANY_FAILURES } from '../http/rate-limit-headers.js';
 import {
   ApiBare,
   ApiDoc,
@@ -11,15 +11,15 @@ import {
   ApiSingle,
   ApiStandardErrors,
 } from '../common/openapi/decorators.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import { RegisterInput } from '../users/dto/user.inputs.js';
 import { MeResponse, UserResponse } from '../users/dto/user.response.js';
 import { toRestUser } from '../users/users.mapper.js';
 import { UsersService } from '../users/users.service.js';
-import { Authenticated, CurrentCaller, Public } from './auth.decorators.js';
-import type { Caller } from './caller.js';
-import { CredentialsService } from './credentials.service.js';
-import { Role } from './role.js';
+import { Authenticated, CurrentCaller, Public } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { CredentialsService } from '../identity/credentials.service.js';
+import { Role } from '../identity/role.js';
 import { RefreshInput, TokenInput } from './dto/auth.inputs.js';
 import { TokenPair } from './dto/auth.responses.js';
 import { SessionService } from './session.service.js';

@@ -5,10 +5,10 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Unauthorized } from '../common/errors.js';
 import { DatabaseService } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
-import { AuthService } from './auth.service.js';
+import { AuthService } from '../identity/auth.service.js';
 import { TokenPair } from './dto/auth.responses.js';
-import type { Role } from './role.js';
-import { sha256, TokenService } from './token.service.js';
+import type { Role } from '../identity/role.js';
+import { sha256, TokenService } from '../identity/token.service.js';
 
 export { TokenPair };
 

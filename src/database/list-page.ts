@@ -3,7 +3,7 @@ import {
   encodeListCursor,
   keysetAfterSql,
   orderKeyOf,
-} from '../common/keyset.js';
+} from './keyset.js';
 import { orderBySql, type ListQuery, type PageMeta } from '../common/list-query.js';
 import type { DatabaseService } from './database.service.js';
 

@@ -2,14 +2,14 @@ import { HeaderMap } from '@apollo/server';
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import {
   CredentialsService,
   type CredentialCarrier,
   type DoorAnswer,
-} from '../auth/credentials.service.js';
+} from '../identity/credentials.service.js';
 import { WWW_AUTHENTICATE } from '../common/errors.js';
-import { TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
+import { TOO_MANY_FAILURES } from '../http/rate-limit-headers.js';
 import { graphqlRateLimited } from '../rate-limit/graphql-rate-limit.plugin.js';
 import type { GqlContext } from './context.js';
 import { LoaderRegistry } from './loaders.js';

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import type { LoaderRegistry } from './loaders.js';
 import type { ResponseSize } from './response-size.js';
 

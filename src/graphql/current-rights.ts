@@ -1,5 +1,5 @@
-import type { Caller } from '../auth/caller.js';
-import type { CredentialSession, CredentialsService } from '../auth/credentials.service.js';
+import type { Caller } from '../identity/caller.js';
+import type { CredentialSession, CredentialsService } from '../identity/credentials.service.js';
 
 /** Close code for a socket whose credentials lapsed (role gone, user deleted, key revoked, expired). */
 export const CLOSE_CREDENTIALS_LAPSED = 4403;

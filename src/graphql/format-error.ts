@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../common/errors.js';
-import { toDomainError } from '../common/http-exception.filter.js';
+import { toDomainError } from '../http/http-exception.filter.js';
 
 /**
  * The `extensions.code` values of docs/contract.md section 6: ours for domain errors, and Apollo's

@@ -6,7 +6,7 @@ import type {
 } from '@apollo/server';
 import { Plugin } from '@nestjs/apollo';
 import type { OperationDefinitionNode } from 'graphql';
-import { noteOperation } from '../common/logging.js';
+import { noteOperation } from '../http/logging.js';
 import { MetricsService, type GraphqlOutcome } from '../metrics/metrics.service.js';
 import type { GqlContext } from './context.js';
 

@@ -29,11 +29,11 @@ import {
 import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { originAllowed } from '../common/cors.js';
-import { ShutdownState } from '../common/shutdown.js';
+import { originAllowed } from '../http/cors.js';
+import { ShutdownState } from '../http/shutdown.js';
 import { fairMessages } from './ws-fair-queue.js';
-import type { MaybeCaller } from '../auth/caller.js';
-import { CredentialsService, type CredentialSession } from '../auth/credentials.service.js';
+import type { MaybeCaller } from '../identity/caller.js';
+import { CredentialsService, type CredentialSession } from '../identity/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import {

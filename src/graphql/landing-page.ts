@@ -4,8 +4,8 @@ import { dirname, join } from 'node:path';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../common/errors.js';
-import { etagOf, noneMatchHits } from '../common/etag.js';
-import { sendError } from '../common/http-exception.filter.js';
+import { etagOf, noneMatchHits } from '../http/etag.js';
+import { sendError } from '../http/http-exception.filter.js';
 
 /**
  * The development landing page of /graphql: GraphiQL served entirely by this application (docs/graphql.md,

@@ -9,9 +9,9 @@ import {
 } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
-import { Public } from '../auth/auth.decorators.js';
+import { Public } from '../identity/auth.decorators.js';
 import { ApiDoc, ApiMalformedRequest } from '../common/openapi/decorators.js';
-import { ShutdownState } from '../common/shutdown.js';
+import { ShutdownState } from '../http/shutdown.js';
 import { firstConnection, RedisConnections } from '../redis/redis.module.js';
 
 const PROBE_TIMEOUT_MS = 500;

@@ -9,8 +9,8 @@ import {
 } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, of, type Observable } from 'rxjs';
-import type { Caller } from '../auth/caller.js';
-import { roleAtLeast, type Role } from '../auth/role.js';
+import type { Caller } from '../identity/caller.js';
+import { roleAtLeast, type Role } from '../identity/role.js';
 import { BadRequest, DomainError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';

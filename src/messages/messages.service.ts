@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { hasRole, type MaybeCaller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { hasRole, type MaybeCaller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, NotFound } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';

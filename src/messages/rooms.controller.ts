@@ -1,12 +1,12 @@
 import { Body, Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { withEtag } from '../common/etag.js';
-import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { withEtag } from '../http/etag.js';
+import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { linkHeader } from '../common/list-query.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 
 import { CreateRoomInput, SendMessageInput } from './dto/message.inputs.js';

@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller.js';
+import { MetricsController } from '../health/metrics.controller.js';
 import { MetricsListener } from './metrics-listener.js';
 import { MetricsService } from './metrics.service.js';
 

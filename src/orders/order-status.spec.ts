@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Role } from '../auth/role.js';
+import { Role } from '../identity/role.js';
 import { ORDER_STATUSES, OrderStatus } from './order.js';
 import { decideTransition, isValidTransition, nextStatuses } from './order-status.js';
 

@@ -1,4 +1,4 @@
-import { Role } from '../auth/role.js';
+import { Role } from '../identity/role.js';
 import { OrderStatus } from './order.js';
 
 /**

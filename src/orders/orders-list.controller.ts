@@ -1,13 +1,13 @@
 import { Controller, Get, Headers, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { exportType, sendExport } from '../common/export-stream.js';
 import { linkHeader } from '../common/list-query.js';
 import { ApiDoc, ApiExport, ApiPage, ApiStandardErrors } from '../common/openapi/decorators.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
 import { OrderResponse } from './dto/order.response.js';
 import { ORDERS_ALL_LIST_SPEC, OrdersListService } from './orders-list.service.js';

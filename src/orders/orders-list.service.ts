@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { instantParam, wholeParam } from '../common/admin-filters.js';
 import {
   BadRequest,

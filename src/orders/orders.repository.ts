@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { encodeListCursor, keysetAfterSql, orderKeyOf } from '../common/keyset.js';
+import { encodeListCursor, keysetAfterSql, orderKeyOf } from '../database/keyset.js';
 import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage, type ListPage } from '../database/list-page.js';

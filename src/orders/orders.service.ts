@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import {
   Conflict,
   Forbidden,

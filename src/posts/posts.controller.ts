@@ -15,12 +15,12 @@ import {
 } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
+import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../http/etag.js';
 import { linkHeader } from '../common/list-query.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import {
   ApiDoc,
   ApiNoContent,

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import {
   CredentialAttempts,
   type CredentialThrottle,
   type RequestCount,
-} from '../auth/credential-attempts.js';
+} from '../identity/credential-attempts.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { BUCKET_AUTH, RateLimitService } from './rate-limit.service.js';
 import type { WindowState } from './rate-limit.store.js';

@@ -8,7 +8,7 @@ import { Plugin } from '@nestjs/apollo';
 import { Inject } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import {
   BUCKET_GRAPHQL_COST,

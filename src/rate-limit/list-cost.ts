@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
 import { FIXED_REQUEST_COST, LIST_ROW_COST } from '../common/openapi/decorators.js';
 import type { AppConfig } from '../config/config.js';

@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { CredentialAttempts } from '../auth/credential-attempts.js';
+import { CredentialAttempts } from '../identity/credential-attempts.js';
 import { RedisConnections } from '../redis/redis.module.js';
 import { CredentialBuckets } from './credential-buckets.js';
 import { GraphqlRateLimitPlugin } from './graphql-rate-limit.plugin.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { identityOf, type MaybeCaller } from '../auth/caller.js';
+import { identityOf, type MaybeCaller } from '../identity/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { normalizeIp } from './ip.js';
@@ -25,7 +25,7 @@ export {
   TOO_MANY_FAILURES,
   writeRateLimitHeaders,
   type HeaderSink,
-} from '../common/rate-limit-headers.js';
+} from '../http/rate-limit-headers.js';
 
 /**
  * The rate-limit rules of docs/contract.md section 9 on top of the counter store, for the places

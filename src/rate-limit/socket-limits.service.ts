@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import { Inject, Injectable } from '@nestjs/common';
 import { GraphQLError } from 'graphql';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import {
   BUCKET_GRAPHQL_COST,

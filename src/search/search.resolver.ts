@@ -9,7 +9,7 @@ import { PostsService } from '../posts/posts.service.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';
 import { UsersService } from '../users/users.service.js';
-import { MAX_SEARCH_WORDS, searchWords } from './search-query.js';
+import { MAX_SEARCH_WORDS, searchWords } from '../database/search-query.js';
 
 /**
  * The own cost of one `search` (its selection is charged per item on top, as for any list): two

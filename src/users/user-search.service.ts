@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
-import { MAX_SEARCH_WORDS } from '../search/search-query.js';
+import { MAX_SEARCH_WORDS } from '../database/search-query.js';
 import type { User } from './user.js';
 import { userFromRow } from './users.mapper.js';
 import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { Role } from '../auth/role.js';
+import { Role } from '../identity/role.js';
 
 /** Persistence shape only; never returned as a response (see users.mapper.ts). */
 @Entity('users')

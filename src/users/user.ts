@@ -1,4 +1,4 @@
-import type { Role } from '../auth/role.js';
+import type { Role } from '../identity/role.js';
 
 /** A user as the services hand it out: no password hash, camelCase, transport-neutral. */
 export interface User {

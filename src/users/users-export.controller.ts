@@ -1,9 +1,9 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { exportType, sendExport } from '../common/export-stream.js';
 import { ApiDoc, ApiExport } from '../common/openapi/decorators.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';

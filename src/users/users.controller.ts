@@ -15,10 +15,10 @@ import {
 } from '@nestjs/common';
 import { ApiExtraModels, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated, CurrentCaller } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
-import { ifMatchHits, resourceEtag, withEtag } from '../common/etag.js';
+import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../http/etag.js';
 import { linkHeader } from '../common/list-query.js';
 import {
   ApiDoc,
@@ -28,7 +28,7 @@ import {
   ApiSingle,
   ApiStandardErrors,
 } from '../common/openapi/decorators.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import { BatchCreateOperation, BatchInput, BatchUpdateOperation } from './dto/batch.input.js';
 import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.inputs.js';
 import { BatchResultResponse, UserResponse } from './dto/user.response.js';

@@ -1,4 +1,4 @@
-import { isAdmin, type MaybeCaller } from '../auth/caller.js';
+import { isAdmin, type MaybeCaller } from '../identity/caller.js';
 import { ID_PREFIXES } from '../common/ids.js';
 import type { UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
+import { OAuthArtifactsRepository } from '../identity/oauth-artifacts.repository.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
 import { UsersController } from './users.controller.js';

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { Role } from '../auth/role.js';
-import { keysetAfterSql } from '../common/keyset.js';
+import { Role } from '../identity/role.js';
+import { keysetAfterSql } from '../database/keyset.js';
 import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
 import { PG_USER_SEARCH_VECTOR } from '../database/migrations/1764300000019-search-index.js';
-import { searchWords } from '../search/search-query.js';
+import { searchWords } from '../database/search-query.js';
 import { keysetSql, type PageWindow } from '../graphql/connection.js';
 import type { User } from './user.js';
 import { UserEntity } from './user.entity.js';

@@ -10,8 +10,8 @@ import {
   ResolveField,
   Resolver,
 } from '@nestjs/graphql';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { BadRequest } from '../common/errors.js';
 import { validateInput } from '../common/validation.js';
 import {

@@ -1,9 +1,9 @@
-import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
+import { OAuthArtifactsRepository } from '../identity/oauth-artifacts.repository.js';
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../auth/caller.js';
-import { hashPassword } from '../auth/passwords.js';
-import { Role, roleAtLeast } from '../auth/role.js';
+import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
+import { hashPassword } from '../identity/passwords.js';
+import { Role, roleAtLeast } from '../identity/role.js';
 import {
   Conflict,
   DomainError,

@@ -8,8 +8,8 @@ import {
 } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { scopesOf } from '../auth/oauth/oauth-grants.service.js';
-import { OAuthArtifactsRepository } from '../auth/oauth/oauth-artifacts.repository.js';
-import { missingScopes } from '../auth/oauth/oauth.scopes.js';
+import { OAuthArtifactsRepository } from '../identity/oauth-artifacts.repository.js';
+import { missingScopes } from '../identity/scopes.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
 import {

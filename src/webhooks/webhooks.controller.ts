@@ -13,9 +13,9 @@ import {
 } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth/auth.decorators.js';
-import type { Caller } from '../auth/caller.js';
-import { Role } from '../auth/role.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../identity/auth.decorators.js';
+import type { Caller } from '../identity/caller.js';
+import { Role } from '../identity/role.js';
 import { linkHeader } from '../common/list-query.js';
 import {
   ApiDoc,
@@ -24,7 +24,7 @@ import {
   ApiSingle,
   ApiStandardErrors,
 } from '../common/openapi/decorators.js';
-import { PublicUrl } from '../common/public-url.js';
+import { PublicUrl } from '../http/public-url.js';
 import { CreateWebhookEndpointInput, UpdateWebhookEndpointInput } from './dto/webhook.inputs.js';
 import {
   WebhookDeliveryResponse,

@@ -1,5 +1,5 @@
 import { Args, Context, Directive, ID, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
-import type { Caller } from '../auth/caller.js';
+import type { Caller } from '../identity/caller.js';
 import { Unauthorized } from '../common/errors.js';
 import type { GqlContext } from '../graphql/context.js';
 import { CreateWebhookEndpointInput, UpdateWebhookEndpointInput } from './dto/webhook.inputs.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { OAuthClientsRepository } from '../auth/oauth/oauth-clients.repository.js';
-import { isAdmin, type Caller } from '../auth/caller.js';
+import { isAdmin, type Caller } from '../identity/caller.js';
 import { Forbidden, NotFound, ValidationFailed } from '../common/errors.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsString, Length, ValidateIf } from 'class-validator';
 import { IsRfc3339 } from '../../common/validation.js';
-import { Role, ROLES } from '../role.js';
+import { Role, ROLES } from '../../identity/role.js';
 
 export class CreateApiKeyInput {
   @ApiProperty({ minLength: 1, maxLength: 100, example: 'dashboard' })

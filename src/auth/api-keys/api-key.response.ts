@@ -1,5 +1,5 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { Role, ROLES } from '../role.js';
+import { Role, ROLES } from '../../identity/role.js';
 
 /** An API key in REST bodies (never its secret): the service's `ApiKey` and the schema `ApiKey`. */
 @ApiSchema({ name: 'ApiKey' })

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { isAdmin, type Caller } from '../caller.js';
-import { Role, roleAtLeast, ROLES } from '../role.js';
+import { isAdmin, type Caller } from '../../identity/caller.js';
+import { Role, roleAtLeast, ROLES } from '../../identity/role.js';
 import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
 import { isId, newId, nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
-import { TokenService } from '../token.service.js';
+import { TokenService } from '../../identity/token.service.js';
 import { AuditService } from '../../audit/audit.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';

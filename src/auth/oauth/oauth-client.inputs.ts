@@ -11,7 +11,7 @@ import {
   Length,
   MaxLength,
 } from 'class-validator';
-import { ALL_SCOPES } from './oauth.scopes.js';
+import { ALL_SCOPES } from '../../identity/scopes.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 

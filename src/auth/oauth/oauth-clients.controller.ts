@@ -20,10 +20,10 @@ import {
   ApiSingle,
   ApiStandardErrors,
 } from '../../common/openapi/decorators.js';
-import { PublicUrl } from '../../common/public-url.js';
-import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
-import type { Caller } from '../caller.js';
-import { Role } from '../role.js';
+import { PublicUrl } from '../../http/public-url.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../../identity/auth.decorators.js';
+import type { Caller } from '../../identity/caller.js';
+import { Role } from '../../identity/role.js';
 import { CreateOAuthClientInput, UpdateOAuthClientInput } from './oauth-client.inputs.js';
 import { OAUTH_CLIENT_LIST_SPEC, OAuthClientsService } from './oauth-clients.service.js';
 import { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';

@@ -11,8 +11,8 @@ import {
 } from '../../common/errors.js';
 import { nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
-import { isAdmin, type Caller } from '../caller.js';
-import { sha256 } from '../token.service.js';
+import { isAdmin, type Caller } from '../../identity/caller.js';
+import { sha256 } from '../../identity/token.service.js';
 import type {
   CreateOAuthClientInput,
   OAuthClientBranding,
@@ -21,7 +21,7 @@ import type {
 import { AuditService } from '../../audit/audit.service.js';
 import { DatabaseService } from '../../database/database.service.js';
 import type { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
-import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
+import { OAuthArtifactsRepository } from '../../identity/oauth-artifacts.repository.js';
 import { OAuthClientsRepository, type OAuthClientRecord } from './oauth-clients.repository.js';
 
 /** The REST representation of a client (`client_secret` only in the creation response). */

@@ -1,9 +1,9 @@
 import { Controller, Delete, Get, HttpCode, Param } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../auth.decorators.js';
+import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../../identity/auth.decorators.js';
 import { ApiList, ApiNoContent, ApiStandardErrors } from '../../common/openapi/decorators.js';
-import type { Caller } from '../caller.js';
-import { Role } from '../role.js';
+import type { Caller } from '../../identity/caller.js';
+import { Role } from '../../identity/role.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { AuthorizedAppResponse } from './oauth.responses.js';
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../caller.js';
+import type { Caller } from '../../identity/caller.js';
 import { AuditService } from '../../audit/audit.service.js';
 import { DatabaseService } from '../../database/database.service.js';
-import { OAuthArtifactsRepository, type GrantRow } from './oauth-artifacts.repository.js';
+import { OAuthArtifactsRepository, type GrantRow } from '../../identity/oauth-artifacts.repository.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import type { AuthorizedAppResponse } from './oauth.responses.js';
 

@@ -5,7 +5,7 @@ import type { InteractionResults } from 'oidc-provider';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import { secondsUntil } from '../../rate-limit/rate-limit.service.js';
 import { UsersService } from '../../users/users.service.js';
-import { CredentialsService } from '../credentials.service.js';
+import { CredentialsService } from '../../identity/credentials.service.js';
 import { consentPage, errorPage, loginPage, type Page } from './oauth-pages.js';
 import { OidcProviderService } from './oidc-provider.service.js';
 

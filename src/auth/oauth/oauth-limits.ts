@@ -12,7 +12,7 @@ import {
   writeRateLimitHeaders,
   type HeaderSink,
 } from '../../rate-limit/rate-limit.service.js';
-import type { CredentialAttempts } from '../credential-attempts.js';
+import type { CredentialAttempts } from '../../identity/credential-attempts.js';
 import { errorPage } from './oauth-pages.js';
 
 /**

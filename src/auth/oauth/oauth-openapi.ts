@@ -1,6 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { OPENAPI_PUBLIC_MARK } from '../auth.decorators.js';
-import { SCOPE_WORDS } from './oauth.scopes.js';
+import { OPENAPI_PUBLIC_MARK } from '../../identity/auth.decorators.js';
+import { SCOPE_WORDS } from '../../identity/scopes.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 

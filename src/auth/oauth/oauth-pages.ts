@@ -1,4 +1,4 @@
-import { SCOPE_WORDS } from './oauth.scopes.js';
+import { SCOPE_WORDS } from '../../identity/scopes.js';
 
 /** Where the pages' own stylesheet is served (no CDN, no fonts, no scripts). */
 export const STYLESHEET_PATH = '/oauth/assets/oauth.css';

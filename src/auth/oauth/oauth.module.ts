@@ -1,14 +1,14 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { UsersModule } from '../../users/users.module.js';
-import { CredentialsService } from '../credentials.service.js';
-import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
+import { CredentialsService } from '../../identity/credentials.service.js';
+import { OAuthArtifactsRepository } from '../../identity/oauth-artifacts.repository.js';
 import { OAuthClientsController } from './oauth-clients.controller.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 import { OAuthGrantsController } from './oauth-grants.controller.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
-import { isOAuthAccessToken, OAuthTokenVerifier } from './oauth-token.verifier.js';
+import { isOAuthAccessToken, OAuthTokenVerifier } from '../../identity/oauth-token.verifier.js';
 import { loadOidcLibrary, OIDC_LIBRARY } from './oidc-library.js';
 import { OidcProviderService } from './oidc-provider.service.js';
 

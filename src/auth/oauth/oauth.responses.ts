@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { ALL_SCOPES } from './oauth.scopes.js';
+import { ALL_SCOPES } from '../../identity/scopes.js';
 
 /** A partner app in REST bodies (`client_secret` only on creation) and the schema `OAuthClient`. */
 @ApiSchema({ name: 'OAuthClient' })

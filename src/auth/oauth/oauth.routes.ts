@@ -3,7 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import { RateLimitService } from '../../rate-limit/rate-limit.service.js';
-import { CredentialAttempts } from '../credential-attempts.js';
+import { CredentialAttempts } from '../../identity/credential-attempts.js';
 import { refusedByRequestLimit, tokenEndpointLimits } from './oauth-limits.js';
 import { OAuthInteractionsService } from './oauth-interactions.service.js';
 import { STYLESHEET, STYLESHEET_PATH } from './oauth-pages.js';

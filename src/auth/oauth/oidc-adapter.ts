@@ -1,6 +1,6 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { OidcLibrary } from './oidc-library.js';
-import type { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
+import type { OAuthArtifactsRepository } from '../../identity/oauth-artifacts.repository.js';
 import type { OAuthClientRecord, OAuthClientsRepository } from './oauth-clients.repository.js';
 
 /** A registered client as oidc-provider's client metadata (RFC 7591 names). */

@@ -17,15 +17,15 @@ import {
   type GraphQLSchema,
   type SelectionSetNode,
 } from 'graphql';
-import { hasRole, type Caller } from '../../auth/caller.js';
+import { hasRole, type Caller } from '../../identity/caller.js';
 import {
   isApiScope,
   lacksScopes,
   missingScopes,
   NOT_FOR_APPS,
   type ApiScope,
-} from '../../auth/oauth/oauth.scopes.js';
-import { isRole, type Role } from '../../auth/role.js';
+} from '../../identity/scopes.js';
+import { isRole, type Role } from '../../identity/role.js';
 import { Forbidden, Unauthorized } from '../../common/errors.js';
 import type { GqlContext } from '../context.js';
 import { typeNameOf } from '../node.js';

@@ -12,7 +12,7 @@ import {
   Min,
   ValidateIf,
 } from 'class-validator';
-import { Role, ROLES } from '../../auth/role.js';
+import { Role, ROLES } from '../../identity/role.js';
 import '../../graphql/role.graphql.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);

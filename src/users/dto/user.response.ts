@@ -1,6 +1,6 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { AUTH_METHODS, type AuthMethod } from '../../auth/caller.js';
-import { Role, ROLES } from '../../auth/role.js';
+import { AUTH_METHODS, type AuthMethod } from '../../identity/caller.js';
+import { Role, ROLES } from '../../identity/role.js';
 
 /**
  * A user in REST bodies (snake_case): the type `toRestUser` returns, so the mapper and the OpenAPI

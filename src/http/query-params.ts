@@ -1,6 +1,6 @@
 import type { OpenAPIObject, ParameterObject, ReferenceObject } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { BadRequest, type ErrorDetail } from './errors.js';
+import { BadRequest, type ErrorDetail } from '../common/errors.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 

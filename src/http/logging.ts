@@ -6,7 +6,7 @@ import {
   type FastifyRequest,
 } from 'fastify';
 import { pino, type ChildLoggerOptions, type DestinationStream, type Logger } from 'pino';
-import type { MaybeCaller } from '../auth/caller.js';
+import type { MaybeCaller } from '../identity/caller.js';
 import type { AppConfig } from '../config/config.js';
 
 const API_KEY_PARAM = /api_key=/i;

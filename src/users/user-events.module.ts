@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { UsersModule } from '../users/users.module.js';
+import { UsersModule } from './users.module.js';
 import { UserUpdatedResolver } from './user-updated.resolver.js';
 
 /** The `userUpdated` subscription (EventsModule itself stays free of resource modules). */

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { ApiKeysRepository } from './api-keys/api-keys.repository.js';
+import { ApiKeysRepository } from '../auth/api-keys/api-keys.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
 import { UsersRepository } from '../users/users.repository.js';

@@ -1,9 +1,9 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { Public } from '../auth/auth.decorators.js';
+import { Public } from '../identity/auth.decorators.js';
 import { NotFound } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { MetricsService } from './metrics.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 
 @ApiExcludeController()
 @Controller('metrics')

@@ -1,5 +1,5 @@
-import { BadRequest } from './errors.js';
-import type { SortTerm } from './list-query.js';
+import { BadRequest } from '../common/errors.js';
+import type { SortTerm } from '../common/list-query.js';
 
 /**
  * Keyset (cursor) paging for the REST lists. A cursor is the position of a page's last row in the

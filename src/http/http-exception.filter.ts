@@ -8,7 +8,7 @@ import {
   WWW_AUTHENTICATE,
   type ErrorCode,
   type ErrorDetail,
-} from './errors.js';
+} from '../common/errors.js';
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; details?: ErrorDetail[]; request_id?: string };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DomainError } from './errors.js';
+import { DomainError } from '../common/errors.js';
 import { decodeListCursor, encodeListCursor, keysetAfterSql, orderKeyOf } from './keyset.js';
-import { linkHeader, parseListQuery } from './list-query.js';
+import { linkHeader, parseListQuery } from '../common/list-query.js';
 
 const cols = { created_at: 'created_at', name: 'name' };
 const q = (n: number) => `$${n}`;

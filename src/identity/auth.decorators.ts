@@ -6,7 +6,7 @@ import {
 } from '@nestjs/common';
 import { ApiBasicAuth, ApiBearerAuth, ApiExtension, ApiSecurity } from '@nestjs/swagger';
 import type { MaybeCaller } from './caller.js';
-import type { ApiScope } from './oauth/oauth.scopes.js';
+import type { ApiScope } from './scopes.js';
 import type { Role } from './role.js';
 
 export const AUTH_METADATA = 'atrium:auth';

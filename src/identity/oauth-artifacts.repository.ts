@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { DatabaseService } from '../../database/database.service.js';
+import { DatabaseService } from '../database/database.service.js';
 
 /** What oidc-provider hands an adapter to store (the members this repository indexes). */
 export interface ArtifactPayload {

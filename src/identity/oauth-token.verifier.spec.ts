@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../config/config.js';
-import type { TokenService } from '../token.service.js';
+import { loadConfig } from '../config/config.js';
+import type { TokenService } from './token.service.js';
 import type { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 import { isOAuthAccessToken, OAuthTokenVerifier } from './oauth-token.verifier.js';
 

@@ -1,10 +1,10 @@
 import { Args, Context, Directive, ID, Resolver, Subscription } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import type { User } from '../users/user.js';
-import { UserModel } from '../users/user.model.js';
-import { canSeeEmail } from '../users/users.mapper.js';
-import { UsersService } from '../users/users.service.js';
-import { EventsService } from './events.service.js';
+import type { User } from './user.js';
+import { UserModel } from './user.model.js';
+import { canSeeEmail } from './users.mapper.js';
+import { UsersService } from './users.service.js';
+import { EventsService } from '../events/events.service.js';
 
 /**
  * `userUpdated(id)`: every committed change of that user (REST PUT/PATCH/batch, GraphQL updateUser).

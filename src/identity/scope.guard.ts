@@ -1,13 +1,13 @@
 import type { FastifyReply } from 'fastify';
-import { DomainError } from '../../common/errors.js';
-import { FIRST_PARTY_ONLY, type AuthRequirement } from '../auth.decorators.js';
-import type { MaybeCaller } from '../caller.js';
+import { DomainError } from '../common/errors.js';
+import { FIRST_PARTY_ONLY, type AuthRequirement } from './auth.decorators.js';
+import type { MaybeCaller } from './caller.js';
 import {
   insufficientScopeChallenge,
   lacksScopes,
   missingScopes,
   NOT_FOR_APPS,
-} from './oauth.scopes.js';
+} from './scopes.js';
 
 /**
  * Scopes of OAuth access tokens on REST routes (a step of the REST request guard, src/app.guard.ts,

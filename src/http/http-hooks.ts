@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { isPreflight, originAllowed } from './cors.js';
-import { DomainError } from './errors.js';
+import { DomainError } from '../common/errors.js';
 import { registerJsonParser, type JsonShapeLimits } from './json-shape.js';
 import { etagOf, noneMatchHits } from './etag.js';
 import { sendError } from './http-exception.filter.js';

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import jwt from 'jsonwebtoken';
-import { APP_CONFIG, type AppConfig } from '../../config/config.js';
-import type { Caller } from '../caller.js';
-import { isRole, lowerRole, Role } from '../role.js';
-import { TokenService } from '../token.service.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import type { Caller } from './caller.js';
+import { isRole, lowerRole, Role } from './role.js';
+import { TokenService } from './token.service.js';
 import { OAuthArtifactsRepository } from './oauth-artifacts.repository.js';
 
 /** The claims of an OAuth access token (RFC 9068) that Atrium relies on. */
