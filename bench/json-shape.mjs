@@ -1,4 +1,4 @@
-// Cost of the JSON body shape check (src/common/json-shape.ts) against the parse it precedes:
+// Cost of the JSON body shape check (src/http/json-shape.ts) against the parse it precedes:
 // for each body, the time of jsonShapeViolation alone, JSON.parse alone, and Fastify's own JSON
 // parser (secure-json-parse, what the app ran before), median of several runs, in µs per body.
 // Usage: npm run build && node bench/json-shape.mjs

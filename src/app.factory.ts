@@ -193,7 +193,7 @@ export async function createApp(
   });
   app.useGlobalFilters(new HttpExceptionFilter());
   app.useGlobalPipes(validationPipe());
-  // per-request options: an explicit origin gets credentials, `*` does not (src/common/cors.ts)
+  // per-request options: an explicit origin gets credentials, `*` does not (src/http/cors.ts)
   app.enableCors({ delegator: corsOptionsDelegate(config.corsOrigins) });
   fastify.addHook('onRequest', (_req, reply, done) => {
     void reply.headers(securityHeaders);
@@ -230,7 +230,7 @@ export async function createApp(
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   registerOAuthRoutes(app);
 
-  // SIGTERM/SIGINT are handled by main.ts (src/common/shutdown.ts): drain, close, exit within the grace
+  // SIGTERM/SIGINT are handled by main.ts (src/http/shutdown.ts): drain, close, exit within the grace
   const shutdown = app.get(ShutdownState);
   httpHooks.draining = () => shutdown.draining;
   // @fastify/cors is registered as a plugin, loaded when Fastify gets ready (listen or inject)

@@ -9,6 +9,7 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
+import { RoomsRepository } from './messages/rooms.repository.js';
 import { UserEventsModule } from './users/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -21,7 +22,7 @@ import { OrdersModule } from './orders/orders.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { UsersModule } from './users/users.module.js';
-import { WebhookOutboxModule } from './webhooks/webhook-outbox.module.js';
+import { WebhookOutboxModule } from './outbox/webhook-outbox.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({})
@@ -36,7 +37,7 @@ export class AppModule {
         AuditModule,
         RedisModule,
         WebhookOutboxModule,
-        EventsModule,
+        EventsModule.forRoot(RoomsRepository),
         MetricsModule,
         IdempotencyModule,
         HealthModule,

@@ -11,7 +11,7 @@ export interface ListQuery<F extends string = string> {
   limit: number;
   sort: SortTerm[];
   filters: Partial<Record<F, string>>;
-  /** `cursor`: a keyset position (from `Link: rel="next"`); decoded by the list (src/common/keyset.ts). */
+  /** `cursor`: a keyset position (from `Link: rel="next"`); decoded by the list (src/database/keyset.ts). */
   cursor?: string;
   /** Whether `page` was given (with a cursor it only labels the page in `meta` and `Link`). */
   pageGiven?: boolean;
@@ -25,7 +25,7 @@ export interface ListSpec<F extends string = string> {
   filters: Record<F, readonly string[]>;
   /**
    * The list's other query parameters, which its service reads itself (`author_id`, `after`):
-   * documented by `ApiPage` like the rest, so they are accepted (src/common/query-params.ts).
+   * documented by `ApiPage` like the rest, so they are accepted (src/http/query-params.ts).
    */
   parameters?: Record<string, { description: string; schema: Record<string, unknown> }>;
   /**
@@ -64,7 +64,7 @@ function positiveInt(
 /**
  * Parses page/limit/sort and the filters of a list endpoint. Any bad value -> 400 with `details`
  * naming each offending parameter (parameters the endpoint does not document never get here:
- * src/common/query-params.ts refuses them).
+ * src/http/query-params.ts refuses them).
  */
 export function parseListQuery<F extends string>(
   query: Record<string, unknown>,

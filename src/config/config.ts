@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { config as loadDotenv } from 'dotenv';
 
 /**
- * argon2id parameter sets of new password hashes (src/auth/passwords.ts): `owasp` everywhere,
+ * argon2id parameter sets of new password hashes (src/identity/passwords.ts): `owasp` everywhere,
  * `test` (cheap) only with NODE_ENV=test, for the test suite.
  */
 export const PASSWORD_HASH_PROFILES = ['owasp', 'test'] as const;
@@ -32,7 +32,7 @@ export interface AppConfig {
   redisPrefix: string;
   adminEmail?: string;
   adminPassword?: string;
-  /** argon2id parameters of new password hashes (src/auth/passwords.ts); `test` only with NODE_ENV=test. */
+  /** argon2id parameters of new password hashes (src/identity/passwords.ts); `test` only with NODE_ENV=test. */
   passwordHashProfile: PasswordHashProfile;
   jwtPrivateKey?: string;
   jwtAccessTtlS: number;

@@ -6,7 +6,7 @@ import {
 
 /**
  * The statements on the search indexes (migration 1764300000019), used by the users and posts
- * repositories; the words come from `searchWords` (src/search/search-query.ts).
+ * repositories; the words come from `searchWords` (src/database/search-query.ts).
  */
 
 const TABLES = {

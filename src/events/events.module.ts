@@ -1,9 +1,8 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Module, type DynamicModule, type Type } from '@nestjs/common';
 import { PubSub } from 'graphql-subscriptions';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { RoomsRepository } from '../messages/rooms.repository.js';
 import { RedisConnections } from '../redis/redis.module.js';
-import { EventsService, PUB_SUB } from './events.service.js';
+import { EventsService, PUB_SUB, RoomSequenceSource } from './events.service.js';
 import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
 
 /**
@@ -39,10 +38,18 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
       },
     },
     EventsService,
-    // the rooms' last sequence numbers seed the event sequencer at boot (stateless: a second instance
-    // beside MessagesModule's costs nothing)
-    RoomsRepository,
   ],
   exports: [PUB_SUB, EventsService],
 })
-export class EventsModule {}
+export class EventsModule {
+  /**
+   * `roomSequences`: the rooms' last sequence numbers, which seed the event sequencer at boot (the
+   * rooms repository; stateless, so an instance of its own here beside MessagesModule's costs nothing).
+   */
+  static forRoot(roomSequences: Type<RoomSequenceSource>): DynamicModule {
+    return {
+      module: EventsModule,
+      providers: [{ provide: RoomSequenceSource, useClass: roomSequences }],
+    };
+  }
+}

@@ -9,11 +9,8 @@ import {
 import { RedisPubSub } from 'graphql-redis-subscriptions';
 import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
 import type { Redis } from 'ioredis';
-import type { MessageEvent } from '../messages/message.js';
-import { RoomsRepository } from '../messages/rooms.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { firstConnection } from '../redis/redis.module.js';
-import type { User } from '../users/user.js';
 import { RoomSequencer } from './room-sequencer.js';
 
 /** The shared bus between instances: RedisPubSub with REDIS_URL, in-process PubSub without. */
@@ -37,14 +34,36 @@ interface BusEvent {
   publishedAt?: number;
 }
 
+/**
+ * What the bus needs of its payloads. The bus sits below the features that publish on it, so it names
+ * no feature's types: the publishers and subscribers of a topic agree on its payload (the user as
+ * src/users reads it; the message with its author and room, as src/messages builds it).
+ */
+export interface UserPayload {
+  id: string;
+}
+export interface MessagePayload {
+  roomId: string;
+  /** Its room's commit order (set from the bus event when a sender's payload lacks it). */
+  seq?: number;
+}
+
+/**
+ * Where the sequencer's starting points come from: every room's last sequence number (the rooms
+ * table's repository, bound in the app module).
+ */
+export abstract class RoomSequenceSource {
+  abstract lastSeqs(): Promise<{ id: string; lastSeq: number }[]>;
+}
+
 /** A sent message on the bus: `seq` is its room's sequence number (commit order, see RoomSequencer). */
 export interface MessageSentEvent extends BusEvent {
-  message: MessageEvent;
+  message: MessagePayload;
   seq: number;
 }
 
 interface UserUpdatedEvent extends BusEvent {
-  user: User;
+  user: UserPayload;
 }
 
 /** Channel names as metric labels. */
@@ -78,7 +97,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(PUB_SUB) readonly pubSub: PubSubEngine,
     private readonly metrics: MetricsService,
-    private readonly rooms: RoomsRepository,
+    private readonly rooms: RoomSequenceSource,
   ) {
     this.emitter.setMaxListeners(0); // one listener per subscriber: hundreds per room are normal
     this.local = new PubSub({ eventEmitter: this.emitter });
@@ -146,14 +165,14 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   // ---- publishing (after commit) -----------------------------------------------------------
 
-  userUpdated(user: User): Promise<void> {
+  userUpdated(user: UserPayload): Promise<void> {
     return this.publish(CHANNELS.userUpdated, {
       user,
       publishedAt: Date.now(),
     } satisfies UserUpdatedEvent);
   }
 
-  messageSent(message: MessageEvent, seq: number): Promise<void> {
+  messageSent(message: MessagePayload, seq: number): Promise<void> {
     return this.publish(CHANNELS.messageSent, {
       message,
       seq,
@@ -163,12 +182,12 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   // ---- subscribing (this instance's subscribers) -------------------------------------------
 
-  newMessages(): AsyncIterableIterator<MessageEvent> {
-    return this.local.asyncIterableIterator<MessageEvent>(TOPICS.newMessage);
+  newMessages<M extends MessagePayload>(): AsyncIterableIterator<M> {
+    return this.local.asyncIterableIterator<M>(TOPICS.newMessage);
   }
 
-  roomMessages(roomId: string): AsyncIterableIterator<MessageEvent> {
-    return this.local.asyncIterableIterator<MessageEvent>(TOPICS.messageAdded(roomId));
+  roomMessages<M extends MessagePayload>(roomId: string): AsyncIterableIterator<M> {
+    return this.local.asyncIterableIterator<M>(TOPICS.messageAdded(roomId));
   }
 
   /**
@@ -176,14 +195,14 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
    * now on (synchronously with the local fan-out); the function returned detaches it. For streams
    * that must know the exact moment they started listening (the replay of `messageAdded(after:)`).
    */
-  listenRoom(roomId: string, listener: (message: MessageEvent) => void): () => void {
+  listenRoom<M extends MessagePayload>(roomId: string, listener: (message: M) => void): () => void {
     const topic = TOPICS.messageAdded(roomId);
     this.emitter.on(topic, listener);
     return () => this.emitter.off(topic, listener);
   }
 
-  userUpdates(userId: string): AsyncIterableIterator<User> {
-    return this.local.asyncIterableIterator<User>(TOPICS.userUpdated(userId));
+  userUpdates<U extends UserPayload>(userId: string): AsyncIterableIterator<U> {
+    return this.local.asyncIterableIterator<U>(TOPICS.userUpdated(userId));
   }
 
   /** Subscribers of a local topic on this instance (tests wait on it before triggering events). */

@@ -112,7 +112,7 @@ export class GraphqlContextFactory {
       case 'anonymous':
         break;
     }
-    // the request's log line names its caller, as for REST (src/common/logging.ts)
+    // the request's log line names its caller, as for REST (src/http/logging.ts)
     (req as FastifyRequest & { caller?: MaybeCaller }).caller = caller;
     return {
       transport: 'http',

@@ -34,7 +34,7 @@ function fromFastify(err: {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new DomainError('bad_request', 'Invalid Content-Length');
     case 'ATRIUM_BODY_SHAPE':
-      // the JSON body's shape or a forbidden member (src/common/json-shape.ts), with where it is
+      // the JSON body's shape or a forbidden member (src/http/json-shape.ts), with where it is
       return new DomainError(
         'bad_request',
         err.message ?? 'Bad request',

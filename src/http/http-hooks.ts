@@ -156,7 +156,7 @@ export interface HttpHookOptions {
    * application (and its rate limiter) exists.
    */
   countUnrouted?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
-  /** True from the shutdown signal on (src/common/shutdown.ts): responses carry `Connection: close`. */
+  /** True from the shutdown signal on (src/http/shutdown.ts): responses carry `Connection: close`. */
   draining?: () => boolean;
 }
 

@@ -6,7 +6,6 @@ import {
   type FastifyRequest,
 } from 'fastify';
 import { pino, type ChildLoggerOptions, type DestinationStream, type Logger } from 'pino';
-import type { MaybeCaller } from '../identity/caller.js';
 import type { AppConfig } from '../config/config.js';
 
 const API_KEY_PARAM = /api_key=/i;
@@ -207,8 +206,16 @@ const MAX_LOGGED_NAME = 100;
  * What the request line says about a request beyond method, URL and status: its caller (set by the
  * request guard for REST, by the GraphQL context factory for /graphql) and, for GraphQL, the operation.
  */
+/** The parts of a caller (src/identity/caller.ts) a log line names: ids and the kind of credential. */
+interface LoggedCaller {
+  userId: string;
+  keyId?: string;
+  clientId?: string;
+  method: string;
+}
+
 interface LoggedRequest {
-  caller?: MaybeCaller;
+  caller?: LoggedCaller;
   [PEER]?: string;
   operationName?: string;
   operationType?: string;
@@ -232,7 +239,7 @@ export interface CallerFields {
   auth?: string;
 }
 
-export function callerFields(caller: MaybeCaller): CallerFields {
+export function callerFields(caller: LoggedCaller | undefined): CallerFields {
   return caller
     ? {
         user_id: caller.userId,

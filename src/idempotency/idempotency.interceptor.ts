@@ -16,7 +16,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
 import { IdempotencyRepository, type StoredResponse } from './idempotency.repository.js';
 
-export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+import { IDEMPOTENCY_HEADER } from '../common/openapi/headers.js';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** 1 to 255 visible ASCII characters (a UUID, a ULID, any client-chosen token). */
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;

@@ -2,7 +2,8 @@ import { applyDecorators, UseInterceptors } from '@nestjs/common';
 import { ApiHeader } from '@nestjs/swagger';
 import { ApiConflict } from '../common/openapi/decorators.js';
 import { header } from '../common/openapi/headers.js';
-import { IDEMPOTENCY_HEADER, IdempotencyInterceptor } from './idempotency.interceptor.js';
+import { IDEMPOTENCY_HEADER } from '../common/openapi/headers.js';
+import { IdempotencyInterceptor } from './idempotency.interceptor.js';
 
 /** A creating POST that honours `Idempotency-Key` (docs/idempotency.md), documented in OpenAPI. */
 export function Idempotent(): MethodDecorator {

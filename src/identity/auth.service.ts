@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { ApiKeysRepository } from '../auth/api-keys/api-keys.repository.js';
+import { ApiKeysRepository } from './api-keys.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { nowIso } from '../common/ids.js';
-import { UsersRepository } from '../users/users.repository.js';
+import { CredentialUsers } from './credential-users.js';
 import { isStorableText } from '../common/validation.js';
 import type { Caller } from './caller.js';
 import { dummyPasswordHash, verifyPassword } from './passwords.js';
@@ -29,7 +29,7 @@ export class AuthService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: DatabaseService,
     private readonly apiKeys: ApiKeysRepository,
-    private readonly users: UsersRepository,
+    private readonly users: CredentialUsers,
   ) {}
 
   /** The live user's id and role, or undefined when deleted/unknown. */

@@ -7,7 +7,7 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { EventsService } from '../events/events.service.js';
-import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
+import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';

@@ -14,7 +14,7 @@ import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { AuditService } from '../audit/audit.service.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
+import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';

@@ -12,7 +12,7 @@ import {
 import { isId, newId, nowIso } from '../common/ids.js';
 import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
+import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { PageWindow } from '../graphql/connection.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';

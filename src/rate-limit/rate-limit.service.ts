@@ -13,7 +13,7 @@ export const BUCKET_GRAPHQL_COST = 'cost';
 /**
  * Routes whose every request counts against the per-IP auth bucket (and only that bucket): sign-up.
  * `POST /auth/token` and `/auth/refresh` are not: only their *failed* checks count, in the
- * credential door (src/auth/credentials.service.ts, docs/rate-limits.md), so valid credentials are
+ * credential door (src/identity/credentials.service.ts, docs/rate-limits.md), so valid credentials are
  * never refused by the bucket.
  */
 export const CREDENTIAL_ROUTES = new Set(['/api/v1/auth/register']);

@@ -4,6 +4,7 @@ import { Role } from '../identity/role.js';
 import { keysetAfterSql } from '../database/keyset.js';
 import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
+import type { CredentialUsers } from '../identity/credential-users.js';
 import { listPage } from '../database/list-page.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
 import { PG_USER_SEARCH_VECTOR } from '../database/migrations/1764300000019-search-index.js';
@@ -46,7 +47,7 @@ export interface SearchToken {
  * the caller's transaction.
  */
 @Injectable()
-export class UsersRepository {
+export class UsersRepository implements CredentialUsers {
   constructor(private readonly db: DatabaseService) {}
 
   private p(n: number): string {
@@ -346,7 +347,7 @@ export class UsersRepository {
     if (this.db.dialect !== 'postgres') {
       return run((sql, p) => this.db.query(sql, p));
     }
-    // the GIN and e-mail indexes, not a walk of the created_at index (src/search/search-query.ts)
+    // the GIN and e-mail indexes, not a walk of the created_at index (src/database/search-query.ts)
     return this.db.transaction(async (tx) => {
       await tx.manager.query(PG_SEARCH_PLAN);
       return run((sql, p) => tx.manager.query(sql, p));

@@ -20,8 +20,8 @@ import { CountersRepository, CountKeys } from '../database/counters.repository.j
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
 import { EventsService } from '../events/events.service.js';
-import { webhookUserObject } from '../webhooks/webhook-objects.js';
-import { WebhookOutbox } from '../webhooks/webhook-outbox.js';
+import { webhookUserObject } from './webhook-objects.js';
+import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { AuditService } from '../audit/audit.service.js';
 import { UserSearchService } from './user-search.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';

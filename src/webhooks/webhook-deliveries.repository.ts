@@ -3,7 +3,11 @@ import type { EntityManager } from 'typeorm';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage, type ListPage } from '../database/list-page.js';
-import { returnedRows, type AnyWebhookEventType, type DeliveryStatus } from './webhook-types.js';
+import {
+  returnedRows,
+  type AnyWebhookEventType,
+  type DeliveryStatus,
+} from '../outbox/webhook-types.js';
 
 export interface WebhookDeliveryRow {
   id: string;

@@ -21,13 +21,16 @@ import {
   WebhookEndpointsRepository,
   type WebhookEndpointRow,
 } from './webhook-endpoints.repository.js';
-import { WebhookEventsRepository, type WebhookEventRow } from './webhook-events.repository.js';
+import {
+  WebhookEventsRepository,
+  type WebhookEventRow,
+} from '../outbox/webhook-events.repository.js';
 import { WebhookMetrics, type DeliveryOutcome } from './webhook-metrics.js';
-import { WebhookOutbox } from './webhook-outbox.js';
+import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { WebhookScheduler, type ScheduledAttempt } from './webhook-scheduler.js';
 import { WebhookSender } from './webhook-sender.js';
 import { signatureHeaders } from './webhook-signer.js';
-import { newWebhookId, scopeForEventType } from './webhook-types.js';
+import { newWebhookId, scopeForEventType } from '../outbox/webhook-types.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { WebhooksService } from './webhooks.service.js';
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
-import { WebhookEventsRepository } from './webhook-events.repository.js';
+import { WebhookEventsRepository } from '../outbox/webhook-events.repository.js';
 
 /**
  * How an attempt ended: `succeeded` (2xx), `failed` (another status), `gone` (410: the endpoint is

@@ -23,10 +23,10 @@ import {
   type EndpointChanges,
   type WebhookEndpointRow,
 } from './webhook-endpoints.repository.js';
-import { WebhookEventsRepository } from './webhook-events.repository.js';
+import { WebhookEventsRepository } from '../outbox/webhook-events.repository.js';
 import { WebhookScheduler } from './webhook-scheduler.js';
 import { newWebhookSecret } from './webhook-signer.js';
-import { isWebhookId, newWebhookId } from './webhook-types.js';
+import { isWebhookId, newWebhookId } from '../outbox/webhook-types.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { toRestDelivery, toRestEndpoint } from './webhooks.mapper.js';
 import { AuditService } from '../audit/audit.service.js';

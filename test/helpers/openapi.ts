@@ -254,7 +254,7 @@ export async function checkResponse(base: string, res: CheckedResponse): Promise
     /^\/api\//.test(path) &&
     !/^\/api\/(v\d+|docs(-json)?)(\/|$)/.test(path)
   ) {
-    path = `/api/v1/${path.slice('/api/'.length)}`; // src/common/http-hooks.ts rewriteUrl
+    path = `/api/v1/${path.slice('/api/'.length)}`; // src/http/http-hooks.ts rewriteUrl
   }
   if (exemption(method, path) !== undefined) {
     count(false);

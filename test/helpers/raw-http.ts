@@ -2,7 +2,7 @@ import net from 'node:net';
 import { checkResponse } from './openapi.js';
 
 /**
- * Refusals of Node's HTTP parser (src/common/http-hooks.ts clientErrorHandler): 408 and 431 are
+ * Refusals of Node's HTTP parser (src/http/http-hooks.ts clientErrorHandler): 408 and 431 are
  * answered before the request's head is complete, and "Malformed HTTP request" (400) for bytes
  * that are not HTTP. No route, hence no operation, is involved.
  */

@@ -9,7 +9,7 @@ import { TokenService } from '../../identity/token.service.js';
 import { AuditService } from '../../audit/audit.service.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
-import { ApiKeysRepository } from './api-keys.repository.js';
+import { ApiKeysRepository } from '../../identity/api-keys.repository.js';
 
 export type ApiKey = ApiKeyResponse;
 

@@ -5,9 +5,8 @@ import type {
   ResponseObject,
   SchemaObject,
 } from '@nestjs/swagger';
-import { IDEMPOTENCY_HEADER } from '../../idempotency/idempotency.interceptor.js';
 import { errorSchemas } from './errors.js';
-import { header, HEADERS } from './headers.js';
+import { header, HEADERS, IDEMPOTENCY_HEADER } from './headers.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
@@ -26,7 +25,7 @@ const IF_NONE_MATCH: ParameterObject = {
  * What every response of a kind carries, added once to the whole document (the HTTP hooks add it to
  * every response, so no controller says it): `X-Request-Id` everywhere, `RateLimit-*` under /api/
  * (absent only while the limiter's store is unavailable), on GET 200 under /api/ the `ETag` with
- * `If-None-Match` and its 304 answer (src/common/http-hooks.ts), and `Idempotent-Replayed` on the
+ * `If-None-Match` and its 304 answer (src/http/http-hooks.ts), and `Idempotent-Replayed` on the
  * answers an `Idempotency-Key` can replay. Request bodies are closed (`additionalProperties:
  * false`): the validation pipe refuses a member its DTO does not declare (422). Also the error
  * schemas and header components the controllers' decorators refer to

@@ -1,5 +1,8 @@
 import type { HeaderObject } from '@nestjs/swagger';
 
+/** The request header that makes a write replayable (docs/idempotency.md). */
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
 /** A header whose value is a string (`format`: the JSON Schema format, when it has one). */
 function stringHeader(description: string, example: string, format?: string): HeaderObject {
   return {

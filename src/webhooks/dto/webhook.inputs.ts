@@ -10,7 +10,7 @@ import {
   IsString,
   MaxLength,
 } from 'class-validator';
-import { WEBHOOK_EVENT_TYPES } from '../webhook-types.js';
+import { WEBHOOK_EVENT_TYPES } from '../../outbox/webhook-types.js';
 
 const EVENTS_DOC = {
   type: 'array' as const,

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../webhook-types.js';
+import { DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../outbox/webhook-types.js';
 
 @ApiSchema({ name: 'WebhookEndpoint' })
 export class WebhookEndpointResponse {

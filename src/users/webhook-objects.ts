@@ -1,6 +1,6 @@
-import type { User } from '../users/user.js';
-import { toRestUser } from '../users/users.mapper.js';
-import type { UserResponse } from '../users/dto/user.response.js';
+import type { User } from './user.js';
+import { toRestUser } from './users.mapper.js';
+import type { UserResponse } from './dto/user.response.js';
 
 /** `data.object` of a user event: the REST representation an ADMIN reads (email included). */
 export function webhookUserObject(user: User): UserResponse {

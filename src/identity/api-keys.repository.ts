@@ -1,11 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { orderBySql, type ListQuery, type PageMeta } from '../../common/list-query.js';
-import { DatabaseService } from '../../database/database.service.js';
-import type { ApiKeyResponse } from './api-key.response.js';
+import { orderBySql, type ListQuery, type PageMeta } from '../common/list-query.js';
+import { DatabaseService } from '../database/database.service.js';
+import type { Role } from './role.js';
 
 /** A stored key as the API shows it (never its hash). */
-export type ApiKeyRecord = ApiKeyResponse;
+/** An API key as stored, in its REST member names (never its hash). */
+export interface ApiKeyRecord {
+  id: string;
+  user_id: string;
+  name: string;
+  prefix: string;
+  role: Role;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
 
 /** What verifying a presented key needs: the key row and its owner's role. */
 export interface ApiKeyCredentialRow {
