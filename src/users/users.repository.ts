@@ -296,22 +296,39 @@ export class UsersRepository implements CredentialUsers {
       where.push(`role = ${bind(role)}`);
     }
     for (const token of tokens) {
-      const either: string[] = [];
+      if (pg) {
+        // one bitmap scan per index, OR-ed (PG_SEARCH_PLAN keeps the planner off the created_at walk)
+        const either: string[] = [];
+        if (token.words.length > 0) {
+          either.push(
+            `${PG_USER_SEARCH_VECTOR} @@ to_tsquery('simple'::regconfig, ${bind(token.words.map((w) => `${w}:*`).join(' & '))})`,
+          );
+        }
+        if (emails) {
+          const col = 'email_normalized COLLATE "C"';
+          either.push(
+            `(${col} >= ${bind(token.raw)} AND ${col} < ${bind(`${token.raw}\u{10FFFF}`)})`,
+          );
+        }
+        where.push(either.length > 0 ? `(${either.join(' OR ')})` : '1 = 0');
+        continue;
+      }
+      // SQLite: the matching ids, from the name index and the e-mail range, as one IN list that
+      // drives the query (an OR of the two would walk the whole created_at index for a rare term)
+      const sources: string[] = [];
       if (token.words.length > 0) {
-        either.push(
-          pg
-            ? `${PG_USER_SEARCH_VECTOR} @@ to_tsquery('simple'::regconfig, ${bind(token.words.map((w) => `${w}:*`).join(' & '))})`
-            : `id IN (SELECT r.user_id FROM users_fts JOIN users_fts_rows r ON r.rowid = users_fts.rowid
-                       WHERE users_fts MATCH ${bind(token.words.map((w) => `"${w}"*`).join(' '))})`,
+        sources.push(
+          `SELECT r.user_id FROM users_fts JOIN users_fts_rows r ON r.rowid = users_fts.rowid
+             WHERE users_fts MATCH ${bind(token.words.map((w) => `"${w}"*`).join(' '))}`,
         );
       }
       if (emails) {
-        const col = pg ? 'email_normalized COLLATE "C"' : 'email_normalized';
-        either.push(
-          `(${col} >= ${bind(token.raw)} AND ${col} < ${bind(`${token.raw}\u{10FFFF}`)})`,
+        sources.push(
+          `SELECT id FROM users WHERE deleted_at IS NULL AND email_normalized >= ${bind(token.raw)}
+             AND email_normalized < ${bind(`${token.raw}\u{10FFFF}`)}`,
         );
       }
-      where.push(either.length > 0 ? `(${either.join(' OR ')})` : '1 = 0');
+      where.push(sources.length > 0 ? `id IN (${sources.join(' UNION ')})` : '1 = 0');
     }
     return where;
   }
@@ -336,8 +353,12 @@ export class UsersRepository implements CredentialUsers {
     const params: unknown[] = [];
     const where = this.searchWhere(tokens, emails, role, params).join(' AND ');
     const n = params.length;
+    // SQLite: `+` keeps the planner from walking the created_at index to avoid a sort: the matches
+    // (usually few) are read through the id list and sorted, so a rare term costs the same at 1M rows
+    const order =
+      this.db.dialect === 'postgres' ? 'created_at DESC, id DESC' : '+created_at DESC, +id DESC';
     const rowsSql = `SELECT ${USER_COLUMNS} FROM users WHERE ${where}
-      ORDER BY created_at DESC, id DESC LIMIT ${this.db.p(n + 1)} OFFSET ${this.db.p(n + 2)}`;
+      ORDER BY ${order} LIMIT ${this.db.p(n + 1)} OFFSET ${this.db.p(n + 2)}`;
     const countSql = `SELECT COUNT(*) AS n FROM users WHERE ${where}`;
     const run = async (query: <R>(sql: string, p: unknown[]) => Promise<R[]>) => {
       const rows = await query<UserRow>(rowsSql, [...params, limit, offset]);
