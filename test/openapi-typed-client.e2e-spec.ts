@@ -53,7 +53,8 @@ describe('typed OpenAPI client (openapi-typescript + openapi-fetch)', () => {
   let served: string;
 
   beforeAll(async () => {
-    t = await startApp();
+    // the program registers a webhook endpoint on a loopback port (its deliveries fail and wait)
+    t = await startApp({ WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' });
     const res = await request(t.url, '/api/docs-json');
     doc = res.body;
     served = res.text;
@@ -125,6 +126,7 @@ describe('typed OpenAPI client (openapi-typescript + openapi-fetch)', () => {
       baseUrl: t.url,
       fetch: checkedFetch(t.url),
       admin: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+      webhookUrl: 'http://127.0.0.1:9/hook',
       authorizeApp: async (client) => {
         const { redirect, verifier } = await authorize(t.url, {
           client,

@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
@@ -66,9 +66,9 @@ export class OrdersListController {
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
     @Res() reply: FastifyReply,
-    @Headers('accept') accept?: string,
   ) {
-    const type = exportType(accept);
+    // `Accept` is optional (NDJSON by default): read here, not declared as a required header
+    const type = exportType(reply.request.headers.accept);
     const rows = await this.orders.exportRows(caller, query);
     async function* rest() {
       for await (const order of rows) {

@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
+import { Controller, Get, Query, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
@@ -38,9 +38,9 @@ export class UsersExportController {
     @CurrentCaller() caller: Caller,
     @Query() query: Record<string, unknown>,
     @Res() reply: FastifyReply,
-    @Headers('accept') accept?: string,
   ) {
-    const type = exportType(accept);
+    // `Accept` is optional (NDJSON by default): read here, not declared as a required header
+    const type = exportType(reply.request.headers.accept);
     const rows = await this.users.exportRows(caller, query);
     async function* rest() {
       for await (const user of rows) {

@@ -3973,8 +3973,7 @@ export interface operations {
         sort?: string;
         role?: 'ADMIN' | 'USER' | 'GUEST';
       };
-      header: {
-        accept: string;
+      header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };
@@ -5613,8 +5612,7 @@ export interface operations {
         /** @description Only orders whose `total_cents` is at most this (inclusive). */
         max_total_cents?: number;
       };
-      header: {
-        accept: string;
+      header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
       };

@@ -24,6 +24,8 @@ export interface ProgramOptions {
   /** The fetch the clients use (the test's checks every response against the document). */
   fetch: (request: Request) => Promise<Response>;
   admin: { email: string; password: string };
+  /** Where the webhook endpoint the program registers points (a receiver the app may reach). */
+  webhookUrl: string;
   /** Signs the admin in to `client` in a browser and grants it its scopes (the OAuth flow). */
   authorizeApp: (client: Schemas['CreatedOAuthClient']) => Promise<void>;
 }
@@ -322,6 +324,70 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
     params: { path: { client_id: partner.client_id } },
   });
   expectStatus(clientDeleted.response, 204, 'DELETE /oauth/clients/{client_id}');
+
+  // admin dashboards: the orders of every user, the exports, the audit log
+  const allOrders = await api.GET('/api/v1/orders', {
+    params: { query: { status: 'pending', sort: '-total_cents', limit: 5 } },
+  });
+  expectStatus(allOrders.response, 200, 'GET /orders');
+  need(allOrders.data, 'orders across users');
+  const ordersExport = await api.GET('/api/v1/orders/export', {
+    params: { query: { status: 'pending' } },
+    parseAs: 'text',
+  });
+  expectStatus(ordersExport.response, 200, 'GET /orders/export');
+  const usersExport = await api.GET('/api/v1/users/export', {
+    params: { query: { role: 'USER' } },
+    parseAs: 'text',
+  });
+  expectStatus(usersExport.response, 200, 'GET /users/export');
+  const audit = await api.GET('/api/v1/audit-events', {
+    params: { query: { action: 'user.created', limit: 5 } },
+  });
+  expectStatus(audit.response, 200, 'GET /audit-events');
+  need(audit.data, 'audit events');
+
+  // webhooks: register an endpoint, read, change, ping, read its log, redeliver, rotate, delete
+  const hookCreated = await api.POST('/api/v1/webhooks', {
+    body: {
+      url: options.webhookUrl,
+      events: ['order.created'],
+      description: 'typed dashboard',
+    },
+  });
+  expectStatus(hookCreated.response, 201, 'POST /webhooks');
+  const hook = need(hookCreated.data, 'created endpoint').data;
+  need(hook.secret, 'the endpoint secret');
+  const hooks = await api.GET('/api/v1/webhooks', { params: { query: { limit: 10 } } });
+  expectStatus(hooks.response, 200, 'GET /webhooks');
+  const hookGot = await api.GET('/api/v1/webhooks/{id}', { params: { path: { id: hook.id } } });
+  expectStatus(hookGot.response, 200, 'GET /webhooks/{id}');
+  const hookPatched = await api.PATCH('/api/v1/webhooks/{id}', {
+    params: { path: { id: hook.id } },
+    body: { events: ['order.created', 'order.status_changed'] },
+  });
+  expectStatus(hookPatched.response, 200, 'PATCH /webhooks/{id}');
+  const pinged = await api.POST('/api/v1/webhooks/{id}/ping', {
+    params: { path: { id: hook.id } },
+  });
+  expectStatus(pinged.response, 202, 'POST /webhooks/{id}/ping');
+  const deliveries = await api.GET('/api/v1/webhooks/{id}/deliveries', {
+    params: { path: { id: hook.id }, query: { limit: 10 } },
+  });
+  expectStatus(deliveries.response, 200, 'GET /webhooks/{id}/deliveries');
+  const delivery = need(need(deliveries.data, 'deliveries').data[0], 'the ping delivery');
+  const redelivered = await api.POST('/api/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver', {
+    params: { path: { id: hook.id, delivery_id: delivery.id } },
+  });
+  expectStatus(redelivered.response, 202, 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver');
+  const hookRotated = await api.POST('/api/v1/webhooks/{id}/secret', {
+    params: { path: { id: hook.id } },
+  });
+  expectStatus(hookRotated.response, 200, 'POST /webhooks/{id}/secret');
+  const hookDeleted = await api.DELETE('/api/v1/webhooks/{id}', {
+    params: { path: { id: hook.id } },
+  });
+  expectStatus(hookDeleted.response, 204, 'DELETE /webhooks/{id}');
 
   // last: delete the user (conditional on the version we have)
   const deleted = await api.DELETE('/api/v1/users/{id}', {
