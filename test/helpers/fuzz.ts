@@ -302,9 +302,13 @@ export async function send(base: string, req: SentRequest): Promise<Answer | und
   const text = await res.text();
   let json: unknown;
   let badJson: string | undefined;
-  if (text && /json/i.test(res.headers.get('content-type') ?? '')) {
+  const type = res.headers.get('content-type') ?? '';
+  if (text && /json/i.test(type)) {
     try {
-      json = JSON.parse(text);
+      // an export answers NDJSON: one JSON document per line
+      json = /ndjson/i.test(type)
+        ? text.trimEnd().split('\n').map((line) => JSON.parse(line) as unknown)
+        : JSON.parse(text);
     } catch (error) {
       badJson = String(error);
     }
