@@ -23,6 +23,22 @@ export class WebhookDeliveryProcessor extends WorkerHost {
     }
   }
 
+  /**
+   * Closes the worker before @nestjs/bullmq does: gracefully (its jobs finish) when Redis answers,
+   * forced when it does not, since a graceful close waits for a connection that never comes (the
+   * library's own close, later, then returns this one).
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    const connected = await Promise.race([
+      this.worker.waitUntilReady().then(
+        () => true,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_000).unref()),
+    ]);
+    await this.worker.close(!connected);
+  }
+
   async process(job: Job<DeliveryJob>): Promise<void> {
     try {
       await this.engine.runQueuedAttempt(job.data);

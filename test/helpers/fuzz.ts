@@ -307,7 +307,10 @@ export async function send(base: string, req: SentRequest): Promise<Answer | und
     try {
       // an export answers NDJSON: one JSON document per line
       json = /ndjson/i.test(type)
-        ? text.trimEnd().split('\n').map((line) => JSON.parse(line) as unknown)
+        ? text
+            .trimEnd()
+            .split('\n')
+            .map((line) => JSON.parse(line) as unknown)
         : JSON.parse(text);
     } catch (error) {
       badJson = String(error);
