@@ -1,9 +1,4 @@
-import {
-  decodeListCursor,
-  encodeListCursor,
-  keysetAfterSql,
-  orderKeyOf,
-} from './keyset.js';
+import { decodeListCursor, encodeListCursor, keysetAfterSql, orderKeyOf } from './keyset.js';
 import { orderBySql, type ListQuery, type PageMeta } from '../common/list-query.js';
 import type { DatabaseService } from './database.service.js';
 

@@ -2,12 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { DomainError } from '../common/errors.js';
 import { FIRST_PARTY_ONLY, type AuthRequirement } from './auth.decorators.js';
 import type { MaybeCaller } from './caller.js';
-import {
-  insufficientScopeChallenge,
-  lacksScopes,
-  missingScopes,
-  NOT_FOR_APPS,
-} from './scopes.js';
+import { insufficientScopeChallenge, lacksScopes, missingScopes, NOT_FOR_APPS } from './scopes.js';
 
 /**
  * Scopes of OAuth access tokens on REST routes (a step of the REST request guard, src/app.guard.ts,

@@ -2,7 +2,10 @@ import { Injectable } from '@nestjs/common';
 import type { Caller } from '../../identity/caller.js';
 import { AuditService } from '../../audit/audit.service.js';
 import { DatabaseService } from '../../database/database.service.js';
-import { OAuthArtifactsRepository, type GrantRow } from '../../identity/oauth-artifacts.repository.js';
+import {
+  OAuthArtifactsRepository,
+  type GrantRow,
+} from '../../identity/oauth-artifacts.repository.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import type { AuthorizedAppResponse } from './oauth.responses.js';
 
