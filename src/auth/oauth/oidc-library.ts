@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
+import { runtimeFlags } from '../../config/config.js';
 
 /**
  * oidc-provider, loaded when the application is built rather than when its modules are imported:
@@ -40,10 +41,7 @@ export async function loadOidcLibrary(): Promise<OidcLibrary> {
  */
 export function storageUsesPromiseHooks(
   version = process.versions.node,
-  execArgv: readonly string[] = [
-    ...process.execArgv,
-    ...(process.env.NODE_OPTIONS ?? '').split(/\s+/),
-  ],
+  execArgv: readonly string[] = runtimeFlags(),
 ): boolean {
   const major = Number(version.split('.')[0]);
   if (execArgv.includes('--no-async-context-frame')) {
