@@ -23,25 +23,35 @@ export class WebhookDeliveryProcessor extends WorkerHost {
     }
   }
 
+  /** Attempts this worker is making now. */
+  private readonly running = new Set<Promise<void>>();
+
   /**
-   * Closes the worker before @nestjs/bullmq does: gracefully (its jobs finish) when Redis answers,
-   * forced when it does not, since a graceful close waits for a connection that never comes (the
-   * library's own close, later, then returns this one).
+   * Closes the worker before @nestjs/bullmq does: it takes no new job, the attempts it is making
+   * finish (each is bounded by the delivery timeout), then its connections are dropped at once. A
+   * graceful BullMQ close would wait for Redis to answer QUIT on every connection: forever while
+   * one of them is still reconnecting (Redis gone, or back but not yet redialled), which held the
+   * shutdown. (The library's own close, later, then returns this one.)
    */
   async beforeApplicationShutdown(): Promise<void> {
-    const connected = await Promise.race([
-      this.worker.waitUntilReady().then(
-        () => true,
-        () => false,
-      ),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_000).unref()),
-    ]);
-    await this.worker.close(!connected);
+    await this.worker.pause(true);
+    await Promise.allSettled([...this.running]);
+    await this.worker.close(true);
   }
 
   async process(job: Job<DeliveryJob>): Promise<void> {
+    const attempt = this.attempt(job.data);
+    this.running.add(attempt);
     try {
-      await this.engine.runQueuedAttempt(job.data);
+      await attempt;
+    } finally {
+      this.running.delete(attempt);
+    }
+  }
+
+  private async attempt(data: DeliveryJob): Promise<void> {
+    try {
+      await this.engine.runQueuedAttempt(data);
     } catch (err) {
       // the row stays pending (its lease runs out): the sweep queues the attempt again
       this.logger.error({ err }, 'webhook attempt failed');

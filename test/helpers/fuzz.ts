@@ -89,6 +89,13 @@ export type DbState = Map<string, string[]>;
  */
 const BOOKKEEPING: Record<string, string[]> = { api_keys: ['last_used_at'] };
 
+/**
+ * Tables the webhook engine works on after a change committed (it marks events fanned out, deletes
+ * them, leases and updates deliveries) while later requests run: a refused request must not add a
+ * row to them, but what the engine does to earlier rows meanwhile is not that request's doing.
+ */
+const ENGINE_TABLES = new Set(['webhook_events', 'webhook_deliveries']);
+
 /** Every row of every table (migrations aside), as sorted JSON lines per table. */
 export async function dbState(t: TestApp): Promise<DbState> {
   const ds = t.app.get(DataSource);
@@ -106,7 +113,9 @@ export async function dbState(t: TestApp): Promise<DbState> {
     if (name === 'migrations') {
       continue;
     }
-    const rows: Record<string, unknown>[] = await ds.query(`SELECT * FROM "${name}"`);
+    const rows: Record<string, unknown>[] = await ds.query(
+      ENGINE_TABLES.has(name) ? `SELECT id FROM "${name}"` : `SELECT * FROM "${name}"`,
+    );
     for (const column of BOOKKEEPING[name] ?? []) {
       rows.forEach((r) => delete r[column]);
     }
@@ -121,7 +130,7 @@ export function stateDiff(before: DbState, after: DbState): string | undefined {
   for (const table of new Set([...before.keys(), ...after.keys()])) {
     const a = new Set(before.get(table) ?? []);
     const b = new Set(after.get(table) ?? []);
-    const gone = [...a].filter((r) => !b.has(r));
+    const gone = ENGINE_TABLES.has(table) ? [] : [...a].filter((r) => !b.has(r));
     const added = [...b].filter((r) => !a.has(r));
     if (gone.length || added.length) {
       lines.push(
