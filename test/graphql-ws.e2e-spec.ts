@@ -168,6 +168,35 @@ describe('GraphQL over WebSocket (graphql-transport-ws on /graphql)', () => {
     expect(JSON.stringify(missing.next)).not.toMatch(/stacktrace/);
   });
 
+  it('refuses an operation with the error HTTP gives it: one gate for both transports', async () => {
+    const operations: {
+      query: string;
+      variables?: Record<string, unknown>;
+      anonymous?: boolean;
+    }[] = [
+      { query: '{ users(first: 5) { nodes { id } } }', anonymous: true },
+      { query: '{ users(first: 100) { nodes { posts(first: 100) { nodes { id } } } } }' },
+      { query: 'query($n: Int) { users(first: $n) { nodes { id } } }', variables: { n: 'x' } },
+    ];
+    const anonymous = track(await open(t.url));
+    await anonymous.init();
+    const signedIn = track(await open(t.url));
+    await signedIn.init({ Authorization: `Bearer ${adminToken}` });
+    for (const { query, variables, anonymous: anon } of operations) {
+      const overHttp = await client(t.url, anon ? {} : { bearer: adminToken }).post('/graphql', {
+        query,
+        variables,
+      });
+      const overWs = await (anon ? anonymous : signedIn).run(query, variables);
+      const shape = (e: { message: string; extensions?: { code?: string } }) => ({
+        message: e.message,
+        code: e.extensions?.code,
+      });
+      expect(overHttp.body.errors.length).toBe(1);
+      expect(overWs.error?.map(shape)).toEqual(overHttp.body.errors.map(shape));
+    }
+  });
+
   it('refuses a message over 64 KiB by closing the socket (1009)', async () => {
     const s = track(await open(t.url));
     await s.init({ Authorization: `Bearer ${adminToken}` });

@@ -1,4 +1,3 @@
-import { operationScopeRefusal } from './directives/auth.directive.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
@@ -43,13 +42,12 @@ import {
 } from '../rate-limit/socket-limits.service.js';
 import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
-import { MAX_QUERY_COST, MAX_SUBSCRIPTION_COST, operationCost, tooComplex } from './cost.js';
 import { CLOSE_CREDENTIALS_LAPSED, CurrentRights, SocketCaller } from './current-rights.js';
 import { depthLimitRule } from './depth-limit.rule.js';
 import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
 import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
-import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+import { operationGate } from './operation-gate.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { sendSharedBytes, sharedPayload } from './shared-event-bytes.js';
@@ -289,32 +287,20 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
         }),
       ];
     }
-    if (!caller && !isIntrospectionOnly(document, operation)) {
-      return [authenticationRequired()];
+    // the checks an HTTP operation passes too (operation-gate.ts)
+    const gate = operationGate({
+      schema,
+      document,
+      operation,
+      operationName: payload.operationName,
+      variables: payload.variables,
+      caller,
+    });
+    this.telemetry.resolved(op, operation, gate.cost?.requested);
+    if (!gate.passed) {
+      return [gate.error];
     }
-    const refusal = operationScopeRefusal(schema, document, operation, payload.variables, caller);
-    if (refusal) {
-      return [refusal];
-    }
-    let requested: number;
-    try {
-      requested = operationCost(
-        schema,
-        document,
-        payload.variables ?? undefined,
-        payload.operationName,
-      );
-    } catch (err) {
-      return [err instanceof GraphQLError ? err : new GraphQLError('Invalid variables')];
-    }
-    this.telemetry.resolved(op, operation, requested);
-    const limit =
-      operation.operation === OperationTypeNode.SUBSCRIPTION
-        ? MAX_SUBSCRIPTION_COST
-        : MAX_QUERY_COST;
-    if (requested > limit) {
-      return [tooComplex(requested, limit)];
-    }
+    const { requested, limit } = gate.cost;
     // a request from the identity's request bucket and the cost from its budget, as over HTTP
     const refused = await this.limits.chargeOperation(ctx, requested);
     if (refused) {

@@ -9,22 +9,13 @@ import {
 } from '@apollo/server';
 import { GraphQLError, OperationTypeNode } from 'graphql';
 import { operationCachePolicy } from './cache-policy.js';
-import { operationScopeRefusal } from './directives/auth.directive.js';
 import type { GqlContext } from './context.js';
-import { MAX_QUERY_COST, operationCost, tooComplex } from './cost.js';
 import { formatGraphqlError } from './format-error.js';
 import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
 import { wantsGraphqlResponseJson } from './media-type.js';
-import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
+import { operationGate } from './operation-gate.js';
+import { authenticationRequired } from './operation-rules.js';
 import { jsonSizeOf, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
-
-function inputError(err: unknown, status: number): GraphQLError {
-  const message = err instanceof Error ? err.message : 'Invalid variables';
-  return new GraphQLError(message, {
-    nodes: err instanceof GraphQLError ? err.nodes : undefined,
-    extensions: { code: 'BAD_USER_INPUT', http: { status } },
-  });
-}
 
 function withStatus(error: GraphQLError, status: number): GraphQLError {
   Object.assign(error.extensions, { http: { status } });
@@ -78,35 +69,26 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
         if (rc.operation?.operation === OperationTypeNode.SUBSCRIPTION) {
           throw subscriptionOverHttp();
         }
-        if (
-          !rc.contextValue.caller &&
-          (!rc.operation || !isIntrospectionOnly(rc.document, rc.operation))
-        ) {
-          throw authenticationRequired(strict ? 401 : 200);
+        if (!rc.operation) {
+          // Apollo answers OPERATION_RESOLUTION_FAILURE, to callers with credentials
+          if (!rc.contextValue.caller) {
+            throw authenticationRequired(strict ? 401 : 200);
+          }
+          return;
         }
-        // a partner app's operation outside its token's scopes is refused before it runs
-        const refusal =
-          rc.operation &&
-          operationScopeRefusal(
-            rc.schema,
-            rc.document,
-            rc.operation,
-            rc.request.variables,
-            rc.contextValue.caller,
-          );
-        if (refusal) {
-          throw withStatus(refusal, strict ? 403 : 200);
-        }
-        let requested: number;
-        try {
-          requested = operationCost(rc.schema, rc.document, rc.request.variables, rc.operationName);
-        } catch (err) {
-          // variables that do not coerce (the cost needs their values): Apollo would say the same later
-          throw inputError(err, strict ? 400 : 200);
-        }
-        rc.contextValue.cost = { requested, limit: MAX_QUERY_COST };
-        if (requested > MAX_QUERY_COST) {
-          throw withStatus(tooComplex(requested), strict ? 400 : 200);
+        // the checks a WebSocket operation passes too (operation-gate.ts)
+        const gate = operationGate({
+          schema: rc.schema,
+          document: rc.document,
+          operation: rc.operation,
+          operationName: rc.operationName,
+          variables: rc.request.variables,
+          caller: rc.contextValue.caller,
+        });
+        // reported as `extensions.cost`, refused as too complex or not
+        rc.contextValue.cost = gate.cost;
+        if (!gate.passed) {
+          throw withStatus(gate.error, strict ? gate.status : 200);
         }
       },
 
