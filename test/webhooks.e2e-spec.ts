@@ -582,12 +582,34 @@ describe('webhooks: endpoints, events, signing, retries (/api/v1/webhooks)', () 
   });
 
   it('exports delivery metrics: deliveries by outcome, latency, queue depth', async () => {
-    const res = await request(t.url, '/metrics');
-    expect(res.status).toBe(200);
-    expect(res.text).toMatch(/atrium_webhook_deliveries_total\{outcome="succeeded"\} \d+/);
-    expect(res.text).toMatch(/atrium_webhook_deliveries_total\{outcome="failed"\} \d+/);
-    expect(res.text).toMatch(/atrium_webhook_delivery_seconds_bucket\{le="0.1"\} \d+/);
-    expect(res.text).toMatch(/atrium_webhook_queue_depth \d+/);
+    // one endpoint that answers 200 and one that answers 500, for one event
+    const ok = `/${unique('metrics-ok')}`;
+    const failing = `/${unique('metrics-failing')}`;
+    const endpoints = [
+      await register(ok, ['post.created']),
+      await register(failing, ['post.created']),
+    ];
+    receiver.answer = (req) => (req.path === failing ? { status: 500 } : { status: 200 });
+    try {
+      await alice.client.post('/api/v1/posts', { title: 'metrics', body: 'x' });
+      const text = await eventually(async () => {
+        const res = await request(t.url, '/metrics');
+        expect(res.status).toBe(200);
+        return receiver.on(ok).length > 0 &&
+          receiver.on(failing).length > 0 &&
+          /atrium_webhook_deliveries_total\{outcome="succeeded"\} [1-9]/.test(res.text) &&
+          /atrium_webhook_deliveries_total\{outcome="failed"\} [1-9]/.test(res.text)
+          ? res.text
+          : undefined;
+      });
+      expect(text).toMatch(/atrium_webhook_delivery_seconds_bucket\{le="0.1"\} \d+/);
+      expect(text).toMatch(/atrium_webhook_queue_depth \d+/);
+    } finally {
+      receiver.answer = () => ({ status: 200 });
+      for (const endpoint of endpoints) {
+        await admin.patch(`/api/v1/webhooks/${endpoint.id}`, { active: false });
+      }
+    }
   });
 
   it('GraphQL: webhook queries and mutations for ADMINs, FORBIDDEN for others', async () => {
