@@ -36,6 +36,8 @@ import { userLoader } from './users.loaders.js';
 import { canSeeEmail, toAdminModel } from './users.mapper.js';
 import { UsersService, type UserPageQuery } from './users.service.js';
 import { UserSearchService } from './user-search.service.js';
+import { UserAccountsService } from './user-accounts.service.js';
+import { UserBatchService } from './user-batch.service.js';
 
 function orderValue(user: User, field: UserOrderField): string {
   switch (field) {
@@ -53,12 +55,17 @@ function callerOf(ctx: GqlContext): Caller {
   return ctx.caller as Caller;
 }
 
-/** GraphQL side of the users resource: thin, every rule lives in UsersService (CONTRIBUTING.md, house style 1). */
+/**
+ * GraphQL side of the users resource: thin, every rule lives in the services REST uses too (UsersService,
+ * UserSearchService, UserAccountsService, UserBatchService; CONTRIBUTING.md, house style 1).
+ */
 @Resolver(() => UserModel)
 export class UsersResolver {
   constructor(
     private readonly service: UsersService,
     private readonly userSearch: UserSearchService,
+    private readonly accounts: UserAccountsService,
+    private readonly batches: UserBatchService,
     nodes: NodeRegistry,
   ) {
     nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
@@ -212,7 +219,7 @@ export class UsersResolver {
           name: name ?? undefined,
           ...(email ? { email } : {}),
         })) as CreateUserInput);
-    return this.service.create(callerOf(ctx), data);
+    return this.accounts.create(callerOf(ctx), data);
   }
 
   @Mutation(() => UserModel, {
@@ -233,7 +240,7 @@ export class UsersResolver {
       );
     }
     const patch = await validateInput(PatchUserInput, input ? { ...input } : { name });
-    return this.service.update(callerOf(ctx), id, patch);
+    return this.accounts.update(callerOf(ctx), id, patch);
   }
 
   @Mutation(() => UserModel, {
@@ -246,7 +253,7 @@ export class UsersResolver {
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
   ): Promise<User | null> {
-    return (await this.service.remove(callerOf(ctx), id)) ?? null;
+    return (await this.accounts.remove(callerOf(ctx), id)) ?? null;
   }
 
   @Mutation(() => [UserModel], {
@@ -257,7 +264,7 @@ export class UsersResolver {
     @Context() ctx: GqlContext,
     @Args('input', { type: () => [CreateUserInput] }) input: CreateUserInput[],
   ): Promise<User[]> {
-    const results = await this.service.batch(
+    const results = await this.batches.batch(
       callerOf(ctx),
       input.map((data) => ({ op: 'create', data: { ...data } })),
     );
