@@ -1,13 +1,12 @@
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Inject, Logger, Module, type OnModuleInit } from '@nestjs/common';
-import { HttpAdapterHost, ModulesContainer } from '@nestjs/core';
+import { Inject, Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { GraphQLModule } from '@nestjs/graphql';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { depthLimitRule } from './depth-limit.rule.js';
-import { callFieldResolversDirectly } from './direct-field-resolvers.js';
 import { DOCUMENT_LIMITS, MAX_VALIDATION_ERRORS } from './document-limits.js';
 import { authDirectiveTransformer } from './directives/auth.directive.js';
 import {
@@ -39,7 +38,6 @@ export function hideSchemaDetails(config: AppConfig): boolean {
 export function apolloOptions(
   config: AppConfig,
   contexts: GraphqlContextFactory,
-  modules: ModulesContainer,
 ): ApolloDriverConfig {
   return {
     path: GRAPHQL_PATH,
@@ -49,12 +47,8 @@ export function apolloOptions(
       directives: [cacheControlDirective, costDirective],
       numberScalarMode: 'integer',
     },
-    transformSchema: (schema) => {
-      // field resolvers without Nest's per-call pipeline (direct-field-resolvers.ts)
-      const direct = callFieldResolversDirectly(schema, modules);
-      new Logger('GraphQL').debug(`resolvers called directly: ${direct.join(', ')}`);
-      return guardLargeFields(authDirectiveTransformer(withAuthDirective(schema)));
-    },
+    transformSchema: (schema) =>
+      guardLargeFields(authDirectiveTransformer(withAuthDirective(schema))),
     introspection: config.graphqlIntrospection,
     // no CDN page: @nestjs/apollo's GraphiQL loads from unpkg. `false` disables Apollo's own landing
     // page; in development our self-hosted GraphiQL (landing-page.ts) is the one landing page
@@ -94,7 +88,7 @@ export function apolloOptions(
     GraphQLModule.forRootAsync<ApolloDriverConfig>({
       driver: ApolloDriver,
       imports: [GraphqlCoreModule],
-      inject: [APP_CONFIG, GraphqlContextFactory, ModulesContainer],
+      inject: [APP_CONFIG, GraphqlContextFactory],
       useFactory: apolloOptions,
     }),
   ],

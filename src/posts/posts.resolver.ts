@@ -75,15 +75,6 @@ export class PostsResolver {
     return (await userLoader(ctx, this.users).load(post.authorId)) ?? null;
   }
 
-  @Directive('@cost(complexity: 20)') // the body: as large as Post.body
-  @ResolveField('content', () => String, {
-    deprecationReason: 'Use `body`.',
-    description: 'The body (old name).',
-  })
-  content(@Parent() post: Post): string {
-    return post.body;
-  }
-
   @Mutation(() => PostModel, {
     nullable: true,
     description: 'A post by the caller (USER or ADMIN).',

@@ -14,7 +14,6 @@ import { AdminRulesService } from './admin-rules.service.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
 import { AdminResolver } from './admin.resolver.js';
 import { UsersResolver } from './users.resolver.js';
-import { UserAgeExtension } from './user-age.extension.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
@@ -32,7 +31,6 @@ import { UserAgeExtension } from './user-age.extension.js';
     AdminBootstrap,
     UsersResolver,
     AdminResolver,
-    UserAgeExtension,
   ],
   exports: [UsersService, UserAccountsService, UsersRepository],
 })
