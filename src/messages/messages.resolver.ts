@@ -4,7 +4,6 @@ import {
   Directive,
   ID,
   Mutation,
-  Parent,
   ResolveField,
   Resolver,
   Subscription,
@@ -58,16 +57,13 @@ export class MessagesResolver {
     nullable: true,
     description: 'Who sent it (null once that user is deleted).',
   })
-  author(
-    @Parent() message: MessageEvent,
-    @Context() ctx: GqlContext,
-  ): User | Promise<User | undefined> {
+  author(message: MessageEvent, _args: unknown, ctx: GqlContext): User | Promise<User | undefined> {
     // events carry a snapshot: hundreds of subscribers cost no reads per event
     return message.author ?? userLoader(ctx, this.users).load(message.authorId);
   }
 
   @ResolveField('room', () => RoomModel)
-  async room(@Parent() message: MessageEvent, @Context() ctx: GqlContext): Promise<Room> {
+  async room(message: MessageEvent, _args: unknown, ctx: GqlContext): Promise<Room> {
     const room = message.room ?? (await roomLoader(ctx, this.rooms).load(message.roomId));
     if (!room) {
       throw NotFound('Room');

@@ -5,7 +5,6 @@ import {
   ID,
   Int,
   Mutation,
-  Parent,
   Query,
   ResolveField,
   Resolver,
@@ -71,7 +70,7 @@ export class PostsResolver {
     nullable: true,
     description: 'null once the author has been deleted.',
   })
-  async author(@Parent() post: Post, @Context() ctx: GqlContext): Promise<User | null> {
+  async author(post: Post, _args: unknown, ctx: GqlContext): Promise<User | null> {
     return (await userLoader(ctx, this.users).load(post.authorId)) ?? null;
   }
 

@@ -1,4 +1,12 @@
-import { Directive, Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
+import {
+  Directive,
+  Field,
+  ID,
+  InputType,
+  Int,
+  ObjectType,
+  registerEnumType,
+} from '@nestjs/graphql';
 import { Connection, OrderDirection } from '../graphql/connection.js';
 import { Node } from '../graphql/node.js';
 import { Role } from '../graphql/role.graphql.js';

@@ -5,7 +5,6 @@ import {
   ID,
   Int,
   Mutation,
-  Parent,
   Query,
   ResolveField,
   Resolver,
@@ -187,8 +186,9 @@ export class UsersResolver {
     return admins.map(toAdminModel);
   }
 
+  // no parameter decorators: @nestjs/graphql calls it as a plain graphql-js resolver (see docs/graphql.md)
   @ResolveField('email')
-  email(@Parent() user: User, @Context() ctx: GqlContext): string | null {
+  email(user: User, _args: unknown, ctx: GqlContext): string | null {
     return canSeeEmail(user, ctx.caller) ? user.email : null;
   }
 
