@@ -22,6 +22,7 @@ import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { UpgradeRefusals } from './upgrade-refusals.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
+import { PlainResolvers } from './plain-resolvers.js';
 import { registerRequestLimits } from './request-limits.js';
 import { guardLargeFields } from './response-size.js';
 import './role.graphql.js';
@@ -38,6 +39,7 @@ export function hideSchemaDetails(config: AppConfig): boolean {
 export function apolloOptions(
   config: AppConfig,
   contexts: GraphqlContextFactory,
+  plain: PlainResolvers,
 ): ApolloDriverConfig {
   return {
     path: GRAPHQL_PATH,
@@ -47,8 +49,9 @@ export function apolloOptions(
       directives: [cacheControlDirective, costDirective],
       numberScalarMode: 'integer',
     },
+    // the plain resolvers of hot fields first (plain-resolvers.ts), then @auth wraps the root fields
     transformSchema: (schema) =>
-      guardLargeFields(authDirectiveTransformer(withAuthDirective(schema))),
+      guardLargeFields(authDirectiveTransformer(withAuthDirective(plain.apply(schema)))),
     introspection: config.graphqlIntrospection,
     // no CDN page: @nestjs/apollo's GraphiQL loads from unpkg. `false` disables Apollo's own landing
     // page; in development our self-hosted GraphiQL (landing-page.ts) is the one landing page
@@ -88,7 +91,7 @@ export function apolloOptions(
     GraphQLModule.forRootAsync<ApolloDriverConfig>({
       driver: ApolloDriver,
       imports: [GraphqlCoreModule],
-      inject: [APP_CONFIG, GraphqlContextFactory],
+      inject: [APP_CONFIG, GraphqlContextFactory, PlainResolvers],
       useFactory: apolloOptions,
     }),
   ],

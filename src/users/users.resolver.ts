@@ -27,6 +27,7 @@ import {
 const SEARCH_KEY = 'users:search';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
+import { PlainResolvers } from '../graphql/plain-resolvers.js';
 import { CreateUserShortInput } from './dto/create-user-short.input.js';
 import { CreateUserInput, PatchUserInput } from './dto/user.inputs.js';
 import type { User } from './user.js';
@@ -66,8 +67,11 @@ export class UsersResolver {
     private readonly accounts: UserAccountsService,
     private readonly batches: UserBatchService,
     nodes: NodeRegistry,
+    plain: PlainResolvers,
   ) {
     nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
+    // the hottest root field: without Nest's per-call pipeline (plain-resolvers.ts)
+    plain.register('Query', 'user', (_root, args, ctx) => this.user(args.id as string, ctx));
   }
 
   @Query(() => UserModel, { nullable: true })
