@@ -16,6 +16,7 @@ import { RegisterInput } from '../users/dto/user.inputs.js';
 import { MeResponse, UserResponse } from '../users/dto/user.response.js';
 import { toRestUser } from '../users/users.mapper.js';
 import { UsersService } from '../users/users.service.js';
+import { UserAccountsService } from '../users/user-accounts.service.js';
 import { Authenticated, CurrentCaller, Public } from '../identity/auth.decorators.js';
 import type { Caller } from '../identity/caller.js';
 import { CredentialsService } from '../identity/credentials.service.js';
@@ -31,6 +32,7 @@ export class AuthController {
   constructor(
     private readonly sessions: SessionService,
     private readonly users: UsersService,
+    private readonly accounts: UserAccountsService,
     private readonly publicUrl: PublicUrl,
     private readonly door: CredentialsService,
   ) {}
@@ -125,7 +127,7 @@ export class AuthController {
   @ApiSingle(UserResponse, { status: 201, location: true })
   @ApiStandardErrors('public-write', { conflict: 'A live user already has this email.' })
   async register(@Body() input: RegisterInput, @Res({ passthrough: true }) reply: FastifyReply) {
-    const user = await this.users.register(input);
+    const user = await this.accounts.register(input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
     return withEtag(reply, toRestUser(user, { userId: user.id, role: user.role, method: 'basic' }));
   }

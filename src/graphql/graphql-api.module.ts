@@ -1,13 +1,12 @@
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Inject, Logger, Module, type OnModuleInit } from '@nestjs/common';
-import { HttpAdapterHost, ModulesContainer } from '@nestjs/core';
+import { Inject, Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { GraphQLModule } from '@nestjs/graphql';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { depthLimitRule } from './depth-limit.rule.js';
-import { callFieldResolversDirectly } from './direct-field-resolvers.js';
 import { DOCUMENT_LIMITS, MAX_VALIDATION_ERRORS } from './document-limits.js';
 import { authDirectiveTransformer } from './directives/auth.directive.js';
 import {
@@ -23,6 +22,7 @@ import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { UpgradeRefusals } from './upgrade-refusals.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
+import { PlainResolvers } from './plain-resolvers.js';
 import { registerRequestLimits } from './request-limits.js';
 import { guardLargeFields } from './response-size.js';
 import './role.graphql.js';
@@ -39,7 +39,7 @@ export function hideSchemaDetails(config: AppConfig): boolean {
 export function apolloOptions(
   config: AppConfig,
   contexts: GraphqlContextFactory,
-  modules: ModulesContainer,
+  plain: PlainResolvers,
 ): ApolloDriverConfig {
   return {
     path: GRAPHQL_PATH,
@@ -49,12 +49,9 @@ export function apolloOptions(
       directives: [cacheControlDirective, costDirective],
       numberScalarMode: 'integer',
     },
-    transformSchema: (schema) => {
-      // field resolvers without Nest's per-call pipeline (direct-field-resolvers.ts)
-      const direct = callFieldResolversDirectly(schema, modules);
-      new Logger('GraphQL').debug(`resolvers called directly: ${direct.join(', ')}`);
-      return guardLargeFields(authDirectiveTransformer(withAuthDirective(schema)));
-    },
+    // the plain resolvers of hot fields first (plain-resolvers.ts), then @auth wraps the root fields
+    transformSchema: (schema) =>
+      guardLargeFields(authDirectiveTransformer(withAuthDirective(plain.apply(schema)))),
     introspection: config.graphqlIntrospection,
     // no CDN page: @nestjs/apollo's GraphiQL loads from unpkg. `false` disables Apollo's own landing
     // page; in development our self-hosted GraphiQL (landing-page.ts) is the one landing page
@@ -94,7 +91,7 @@ export function apolloOptions(
     GraphQLModule.forRootAsync<ApolloDriverConfig>({
       driver: ApolloDriver,
       imports: [GraphqlCoreModule],
-      inject: [APP_CONFIG, GraphqlContextFactory, ModulesContainer],
+      inject: [APP_CONFIG, GraphqlContextFactory, PlainResolvers],
       useFactory: apolloOptions,
     }),
   ],

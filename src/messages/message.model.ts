@@ -20,7 +20,7 @@ export class RoomModel implements Node {
   createdAt!: string;
 }
 
-/** GraphQL `Message`; `author` and `room` are resolved by MessagesResolver. */
+/** GraphQL `Message` (plain properties of `Message`); `author` and `room` are resolved by MessagesResolver. */
 @ObjectType('Message', { implements: () => [Node] })
 @Directive('@auth(scopes: ["messages:read"])')
 export class MessageModel implements Node {
@@ -33,6 +33,12 @@ export class MessageModel implements Node {
 
   @Field(() => DateTimeScalar)
   createdAt!: string;
+
+  @Field({
+    description:
+      'Where this message stands in its room (opaque): pass it as `after` to `messageAdded` to resume after it.',
+  })
+  cursor!: string;
 }
 
 @ObjectType('RoomConnection')

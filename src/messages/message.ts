@@ -16,6 +16,8 @@ export interface Message {
   createdAt: string;
   /** Its room's commit order: 1, 2, 3… per room (rooms.last_seq at the send). */
   seq: number;
+  /** `Message.cursor`: room and seq, opaque (message-cursor.ts); set with `seq`. */
+  cursor: string;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { MessageResponse, RoomResponse } from './dto/message.response.js';
 import type { Message, Room } from './message.js';
+import { encodeMessageCursor } from './message-cursor.js';
 
 export interface RoomRow {
   id: string;
@@ -31,6 +32,7 @@ export function messageFromRow(row: MessageRow): Message {
     content: row.content,
     createdAt: row.created_at,
     seq: Number(row.seq),
+    cursor: encodeMessageCursor(row.room_id, Number(row.seq)),
   };
 }
 

@@ -4,7 +4,6 @@ import {
   Directive,
   ID,
   Mutation,
-  Parent,
   ResolveField,
   Resolver,
   Subscription,
@@ -20,7 +19,7 @@ import { UsersService } from '../users/users.service.js';
 import { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent, Room } from './message.js';
 import { MessageModel, RoomModel } from './message.model.js';
-import { decodeMessageCursor, encodeMessageCursor } from './message-cursor.js';
+import { decodeMessageCursor } from './message-cursor.js';
 import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
 import { MAX_REPLAY, resumableRoomStream } from './resumable-room-stream.js';
@@ -58,24 +57,13 @@ export class MessagesResolver {
     nullable: true,
     description: 'Who sent it (null once that user is deleted).',
   })
-  author(
-    @Parent() message: MessageEvent,
-    @Context() ctx: GqlContext,
-  ): User | Promise<User | undefined> {
+  author(message: MessageEvent, _args: unknown, ctx: GqlContext): User | Promise<User | undefined> {
     // events carry a snapshot: hundreds of subscribers cost no reads per event
     return message.author ?? userLoader(ctx, this.users).load(message.authorId);
   }
 
-  @ResolveField('cursor', () => String, {
-    description:
-      'Where this message stands in its room (opaque): pass it as `after` to `messageAdded` to resume after it.',
-  })
-  cursor(@Parent() message: MessageEvent): string {
-    return encodeMessageCursor(message.roomId, message.seq);
-  }
-
   @ResolveField('room', () => RoomModel)
-  async room(@Parent() message: MessageEvent, @Context() ctx: GqlContext): Promise<Room> {
+  async room(message: MessageEvent, _args: unknown, ctx: GqlContext): Promise<Room> {
     const room = message.room ?? (await roomLoader(ctx, this.rooms).load(message.roomId));
     if (!room) {
       throw NotFound('Room');

@@ -15,6 +15,7 @@ import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
 import { toRestMessage } from './messages.mapper.js';
+import { encodeMessageCursor } from './message-cursor.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 export const MESSAGE_LIST_SPEC: ListSpec<never> = {
@@ -151,6 +152,7 @@ export class MessagesService {
         content: input.content,
         createdAt: nowIso(),
         seq,
+        cursor: encodeMessageCursor(roomId, seq),
       };
       await this.messages.insert(manager, message, seq);
       this.counters.add(tx, { [CountKeys.messagesOfRoom(roomId)]: 1 });

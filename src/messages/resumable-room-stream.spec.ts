@@ -9,6 +9,7 @@ const msg = (seq: number): Message => ({
   content: `#${seq}`,
   createdAt: '2026-01-01T00:00:00.000Z',
   seq,
+  cursor: `c${seq}`,
 });
 
 /** A room whose stored messages are 1..stored, and a live listener the test drives. */

@@ -88,7 +88,7 @@ export class OrdersResolver {
     nullable: true,
     description: 'The user who placed the order.',
   })
-  user(@Parent() order: Order, @Context() ctx: GqlContext): Promise<User | undefined> {
+  user(order: Order, _args: unknown, ctx: GqlContext): Promise<User | undefined> {
     return userLoader(ctx, this.users).load(order.userId);
   }
 }

@@ -21,6 +21,10 @@ export class PostModel implements Node {
   @Directive(`@cost(complexity: ${POST_BODY_COST})`)
   body!: string;
 
+  @Field({ deprecationReason: 'Use `body`.', description: 'The body (old name).' })
+  @Directive(`@cost(complexity: ${POST_BODY_COST})`) // as large as Post.body
+  content!: string;
+
   @Field(() => DateTimeScalar)
   createdAt!: string;
 

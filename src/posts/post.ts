@@ -4,6 +4,8 @@ export interface Post {
   authorId: string;
   title: string;
   body: string;
+  /** The body under its old GraphQL name (`Post.content`, deprecated): always equal to `body`. */
+  content: string;
   createdAt: string;
   updatedAt: string;
 }

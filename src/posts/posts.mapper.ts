@@ -12,12 +12,18 @@ export interface PostRow {
 
 export const POST_COLUMNS = 'id, author_id, title, body, created_at, updated_at';
 
+/** A post value; `content` (the body's old name) is always set from `body` (here and in postFromRow). */
+export function postOf(fields: Omit<Post, 'content'>): Post {
+  return { ...fields, content: fields.body };
+}
+
 export function postFromRow(row: PostRow): Post {
   return {
     id: row.id,
     authorId: row.author_id,
     title: row.title,
     body: row.body,
+    content: row.body,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -5,7 +5,6 @@ import {
   ID,
   Int,
   Mutation,
-  Parent,
   Query,
   ResolveField,
   Resolver,
@@ -71,17 +70,8 @@ export class PostsResolver {
     nullable: true,
     description: 'null once the author has been deleted.',
   })
-  async author(@Parent() post: Post, @Context() ctx: GqlContext): Promise<User | null> {
+  async author(post: Post, _args: unknown, ctx: GqlContext): Promise<User | null> {
     return (await userLoader(ctx, this.users).load(post.authorId)) ?? null;
-  }
-
-  @Directive('@cost(complexity: 20)') // the body: as large as Post.body
-  @ResolveField('content', () => String, {
-    deprecationReason: 'Use `body`.',
-    description: 'The body (old name).',
-  })
-  content(@Parent() post: Post): string {
-    return post.body;
   }
 
   @Mutation(() => PostModel, {

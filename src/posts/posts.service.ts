@@ -19,7 +19,7 @@ import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/po
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';
 import { PostsRepository } from './posts.repository.js';
-import { toRestPost } from './posts.mapper.js';
+import { postOf, toRestPost } from './posts.mapper.js';
 
 export const POST_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'updated_at', 'title'],
@@ -166,14 +166,14 @@ export class PostsService {
       throw Forbidden('Guests cannot create posts');
     }
     const now = nowIso();
-    const post: Post = {
+    const post: Post = postOf({
       id: newId('post'),
       authorId: caller.userId,
       title: input.title,
       body: input.body,
       createdAt: now,
       updatedAt: now,
-    };
+    });
     await this.db.transaction(async (tx) => {
       await this.posts.insert(tx.manager, post);
       this.counters.add(tx, {
@@ -213,12 +213,14 @@ export class PostsService {
       if (precondition && !precondition(row.post)) {
         throw PreconditionFailed();
       }
-      const updated: Post = {
-        ...row.post,
+      const updated: Post = postOf({
+        id: row.post.id,
+        authorId: row.post.authorId,
         title: patch.title ?? row.post.title,
         body: patch.body ?? row.post.body,
+        createdAt: row.post.createdAt,
         updatedAt: laterThan(row.post.updatedAt),
-      };
+      });
       await this.posts.update(manager, updated);
       await this.outbox.enqueue(tx, 'post.updated', toRestPost(updated), updated.authorId);
       return updated;

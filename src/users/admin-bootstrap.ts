@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { UsersService } from './users.service.js';
+import { AdminRulesService } from './admin-rules.service.js';
 
 /**
  * ADMIN_EMAIL/ADMIN_PASSWORD at boot, when no live ADMIN exists: the live user with that email is
@@ -12,7 +12,7 @@ export class AdminBootstrap implements OnApplicationBootstrap {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly users: UsersService,
+    private readonly adminRules: AdminRulesService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -20,7 +20,7 @@ export class AdminBootstrap implements OnApplicationBootstrap {
     if (!adminEmail || !adminPassword) {
       return;
     }
-    const outcome = await this.users.ensureAdmin(adminEmail, adminPassword);
+    const outcome = await this.adminRules.ensureAdmin(adminEmail, adminPassword);
     switch (outcome.kind) {
       case 'created':
         this.logger.log(`Created the first ADMIN (${adminEmail}, ${outcome.userId})`);

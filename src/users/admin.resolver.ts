@@ -1,4 +1,4 @@
-import { Context, Parent, ResolveField, Resolver } from '@nestjs/graphql';
+import { ResolveField, Resolver } from '@nestjs/graphql';
 import { NotFound } from '../common/errors.js';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
@@ -21,7 +21,7 @@ export class AdminResolver {
   }
 
   @ResolveField('user', () => UserModel, { description: 'The user account of this administrator.' })
-  async user(@Parent() admin: AdminModel, @Context() ctx: GqlContext): Promise<User> {
+  async user(admin: AdminModel, _args: unknown, ctx: GqlContext): Promise<User> {
     const user = await userLoader(ctx, this.users).load(admin.userId);
     if (!user) {
       throw NotFound('User');

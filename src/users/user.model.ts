@@ -1,10 +1,21 @@
-import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from '@nestjs/graphql';
+import {
+  Directive,
+  Field,
+  ID,
+  InputType,
+  Int,
+  ObjectType,
+  registerEnumType,
+} from '@nestjs/graphql';
 import { Connection, OrderDirection } from '../graphql/connection.js';
 import { Node } from '../graphql/node.js';
 import { Role } from '../graphql/role.graphql.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 
-/** GraphQL `User` (the service's `User` value is resolved into it; `age` comes from user-age.extension.ts). */
+/**
+ * GraphQL `User`: the service's `User` value, its fields read as plain properties by graphql-js;
+ * `email` (the visibility rule) is resolved in users.resolver.ts, `posts` and `orders` by their modules.
+ */
 @ObjectType('User', { implements: () => [Node] })
 @Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 30)')
@@ -24,6 +35,9 @@ export class UserModel implements Node {
 
   @Field(() => Role)
   role!: Role;
+
+  @Field(() => Int, { nullable: true, description: '0-150, or null when unknown.' })
+  age!: number | null;
 
   @Field(() => DateTimeScalar)
   createdAt!: string;

@@ -34,12 +34,10 @@ import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.in
 import { BatchResultResponse, UserResponse } from './dto/user.response.js';
 import type { User } from './user.js';
 import { toRestUser } from './users.mapper.js';
-import {
-  LAST_ADMIN_MESSAGE,
-  USER_LIST_SPEC,
-  UsersService,
-  type Precondition,
-} from './users.service.js';
+import { USER_LIST_SPEC, UsersService } from './users.service.js';
+import { UserAccountsService, type Precondition } from './user-accounts.service.js';
+import { LAST_ADMIN_MESSAGE } from './admin-rules.service.js';
+import { UserBatchService } from './user-batch.service.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** `If-Match` as a precondition on the stored user, compared with the ETag GET would send. */
@@ -54,6 +52,8 @@ function ifMatch(header: string | undefined, caller: Caller): Precondition | und
 export class UsersController {
   constructor(
     private readonly users: UsersService,
+    private readonly accounts: UserAccountsService,
+    private readonly batches: UserBatchService,
     private readonly publicUrl: PublicUrl,
   ) {}
 
@@ -86,7 +86,7 @@ export class UsersController {
     @Body() input: CreateUserInput,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const user = await this.users.create(caller, input);
+    const user = await this.accounts.create(caller, input);
     void reply.code(201).header('Location', `${this.publicUrl.base}/api/v1/users/${user.id}`);
     return withEtag(reply, toRestUser(user, caller));
   }
@@ -107,7 +107,7 @@ export class UsersController {
     pathId: false,
   })
   async batch(@CurrentCaller() caller: Caller, @Body() input: BatchInput) {
-    const results = await this.users.batch(caller, input.operations);
+    const results = await this.batches.batch(caller, input.operations);
     return {
       data: results.map((r) => ({ op: r.op, status: r.status, data: toRestUser(r.user, caller) })),
     };
@@ -141,7 +141,7 @@ export class UsersController {
     @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    const user = await this.users.replace(caller, id, input, ifMatch(ifMatchHeader, caller));
+    const user = await this.accounts.replace(caller, id, input, ifMatch(ifMatchHeader, caller));
     return withEtag(reply, toRestUser(user, caller));
   }
 
@@ -164,7 +164,7 @@ export class UsersController {
     @Res({ passthrough: true }) reply: FastifyReply,
     @Headers('if-match') ifMatchHeader?: string,
   ) {
-    const user = await this.users.update(caller, id, input, ifMatch(ifMatchHeader, caller));
+    const user = await this.accounts.update(caller, id, input, ifMatch(ifMatchHeader, caller));
     return withEtag(reply, toRestUser(user, caller));
   }
 
@@ -186,6 +186,6 @@ export class UsersController {
     @Param('id') id: string,
     @Headers('if-match') ifMatchHeader?: string,
   ): Promise<void> {
-    await this.users.remove(caller, id, ifMatch(ifMatchHeader, caller));
+    await this.accounts.remove(caller, id, ifMatch(ifMatchHeader, caller));
   }
 }

@@ -7,10 +7,13 @@ import { UsersExportController } from './users-export.controller.js';
 import { UsersService } from './users.service.js';
 import { UsersRepository } from './users.repository.js';
 import { UserSearchService } from './user-search.service.js';
+import { UserAccountsService } from './user-accounts.service.js';
+import { UserBatchService } from './user-batch.service.js';
+import { UserRecords } from './user-records.service.js';
+import { AdminRulesService } from './admin-rules.service.js';
 import { AdminBootstrap } from './admin-bootstrap.js';
 import { AdminResolver } from './admin.resolver.js';
 import { UsersResolver } from './users.resolver.js';
-import { UserAgeExtension } from './user-age.extension.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
@@ -19,13 +22,16 @@ import { UserAgeExtension } from './user-age.extension.js';
     UsersService,
     UsersRepository,
     UserSearchService,
+    UserAccountsService,
+    UserBatchService,
+    UserRecords,
+    AdminRulesService,
     // the partner-app sign-ins a password change, demotion or deletion ends (owned by the OAuth module)
     OAuthArtifactsRepository,
     AdminBootstrap,
     UsersResolver,
     AdminResolver,
-    UserAgeExtension,
   ],
-  exports: [UsersService, UsersRepository],
+  exports: [UsersService, UserAccountsService, UsersRepository],
 })
 export class UsersModule {}

@@ -5,7 +5,6 @@ import {
   ID,
   Int,
   Mutation,
-  Parent,
   Query,
   ResolveField,
   Resolver,
@@ -28,6 +27,7 @@ import {
 const SEARCH_KEY = 'users:search';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
+import { PlainResolvers } from '../graphql/plain-resolvers.js';
 import { CreateUserShortInput } from './dto/create-user-short.input.js';
 import { CreateUserInput, PatchUserInput } from './dto/user.inputs.js';
 import type { User } from './user.js';
@@ -36,6 +36,8 @@ import { userLoader } from './users.loaders.js';
 import { canSeeEmail, toAdminModel } from './users.mapper.js';
 import { UsersService, type UserPageQuery } from './users.service.js';
 import { UserSearchService } from './user-search.service.js';
+import { UserAccountsService } from './user-accounts.service.js';
+import { UserBatchService } from './user-batch.service.js';
 
 function orderValue(user: User, field: UserOrderField): string {
   switch (field) {
@@ -53,15 +55,23 @@ function callerOf(ctx: GqlContext): Caller {
   return ctx.caller as Caller;
 }
 
-/** GraphQL side of the users resource: thin, every rule lives in UsersService (CONTRIBUTING.md, house style 1). */
+/**
+ * GraphQL side of the users resource: thin, every rule lives in the services REST uses too (UsersService,
+ * UserSearchService, UserAccountsService, UserBatchService; CONTRIBUTING.md, house style 1).
+ */
 @Resolver(() => UserModel)
 export class UsersResolver {
   constructor(
     private readonly service: UsersService,
     private readonly userSearch: UserSearchService,
+    private readonly accounts: UserAccountsService,
+    private readonly batches: UserBatchService,
     nodes: NodeRegistry,
+    plain: PlainResolvers,
   ) {
     nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
+    // the hottest root field: without Nest's per-call pipeline (plain-resolvers.ts)
+    plain.register('Query', 'user', (_root, args, ctx) => this.user(args.id as string, ctx));
   }
 
   @Query(() => UserModel, { nullable: true })
@@ -180,8 +190,9 @@ export class UsersResolver {
     return admins.map(toAdminModel);
   }
 
+  // no parameter decorators: @nestjs/graphql calls it as a plain graphql-js resolver (see docs/graphql.md)
   @ResolveField('email')
-  email(@Parent() user: User, @Context() ctx: GqlContext): string | null {
+  email(user: User, _args: unknown, ctx: GqlContext): string | null {
     return canSeeEmail(user, ctx.caller) ? user.email : null;
   }
 
@@ -212,7 +223,7 @@ export class UsersResolver {
           name: name ?? undefined,
           ...(email ? { email } : {}),
         })) as CreateUserInput);
-    return this.service.create(callerOf(ctx), data);
+    return this.accounts.create(callerOf(ctx), data);
   }
 
   @Mutation(() => UserModel, {
@@ -233,7 +244,7 @@ export class UsersResolver {
       );
     }
     const patch = await validateInput(PatchUserInput, input ? { ...input } : { name });
-    return this.service.update(callerOf(ctx), id, patch);
+    return this.accounts.update(callerOf(ctx), id, patch);
   }
 
   @Mutation(() => UserModel, {
@@ -246,7 +257,7 @@ export class UsersResolver {
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
   ): Promise<User | null> {
-    return (await this.service.remove(callerOf(ctx), id)) ?? null;
+    return (await this.accounts.remove(callerOf(ctx), id)) ?? null;
   }
 
   @Mutation(() => [UserModel], {
@@ -257,7 +268,7 @@ export class UsersResolver {
     @Context() ctx: GqlContext,
     @Args('input', { type: () => [CreateUserInput] }) input: CreateUserInput[],
   ): Promise<User[]> {
-    const results = await this.service.batch(
+    const results = await this.batches.batch(
       callerOf(ctx),
       input.map((data) => ({ op: 'create', data: { ...data } })),
     );
