@@ -276,12 +276,12 @@ describe(`list query plans at ${ROWS} rows`, () => {
 
   it('a total or date filter of the orders list reads its index range; its count reads the index alone', async () => {
     // seeded totals are spread over 100..100 099 cents and created_at over one second per order:
-    // each filter below matches about 1 % of the orders
+    // each filter below matches about 0.5 % of the orders (100 of 20 000)
     const filters = [
-      { query: 'min_total_cents=99100', index: 'ix_orders_total', range: 'total_cents>?' },
-      { query: 'max_total_cents=1099', index: 'ix_orders_total', range: 'total_cents<?' },
+      { query: 'min_total_cents=99600', index: 'ix_orders_total', range: 'total_cents>?' },
+      { query: 'max_total_cents=599', index: 'ix_orders_total', range: 'total_cents<?' },
       {
-        query: `created_after=${new Date(Date.parse('2020-01-01T00:00:00Z') + (ROWS - ROWS / 100) * 1000).toISOString()}`,
+        query: `created_after=${new Date(Date.parse('2020-01-01T00:00:00Z') + (ROWS - ROWS / 200) * 1000).toISOString()}`,
         index: 'ix_orders_created',
         range: 'created_at>?',
       },
@@ -297,14 +297,28 @@ describe(`list query plans at ${ROWS} rows`, () => {
       expect(count, query).toBeDefined();
       expect(page, query).toBeDefined();
       if (ds.options.type === 'postgres') {
-        // the count: an index-only scan of the filter's index (user_id is in it), no heap row per
-        // match; the page: that index range, or a walk of the order's index that stops at a page
-        const countPlan = JSON.stringify(
-          (await ds.query(`EXPLAIN (FORMAT JSON) ${count!.sql}`, count!.params))[0]['QUERY PLAN'],
+        // the count: a range of the filter's own index (an Index Only Scan once the visibility map
+        // is set, as autovacuum does; right after a bulk load a bitmap scan reading each match),
+        // never a scan of the orders; the page: that range, or a walk of the order's index that
+        // stops at a page
+        const [countPlan] = (
+          await ds.query<{ 'QUERY PLAN': [{ Plan: PgNode }] }[]>(
+            `EXPLAIN (FORMAT JSON) ${count!.sql}`,
+            count!.params,
+          )
+        )[0]['QUERY PLAN'];
+        const countJson = JSON.stringify(countPlan);
+        expect(countJson, query).toMatch(
+          new RegExp(
+            `"Node Type":"(Index Only |Bitmap Index |Index )Scan"[^}]*"Index Name":"${index}"`,
+          ),
         );
-        expect(countPlan, `${query}: ${countPlan}`).toMatch(
-          new RegExp(`"Node Type":"Index Only Scan"[^}]*"Index Name":"${index}"`),
-        );
+        // (the owner check may read the deleted users in one pass, a hash anti-join, when that is
+        // cheaper than one look-up per match: at 20 000 users it is)
+        expect(
+          pgProblems(countPlan.Plan).filter((p) => !/on users$/.test(p)),
+          query,
+        ).toEqual([]);
         const [pagePlan] = (
           await ds.query<{ 'QUERY PLAN': [{ Plan: PgNode }] }[]>(
             `EXPLAIN (FORMAT JSON) ${page!.sql}`,
@@ -325,7 +339,7 @@ describe(`list query plans at ${ROWS} rows`, () => {
         `SEARCH orders USING COVERING INDEX ${index} (${range})`,
       );
       expect(countPlan.filter((d) => /ANY\(/.test(d)).join('\n')).toBe('');
-      // the page: a range of the filter's column, its ~1 % of matches sorted (never a walk of all
+      // the page: a range of the filter's column, its ~0.5 % of matches sorted (never a walk of all
       // orders, never one seek per user); SQLite may take the range per status of the
       // (status, total_cents, id) index instead (5 seeks, the same rows)
       const pagePlan = await details(page!);
