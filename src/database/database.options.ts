@@ -16,6 +16,7 @@ import { IdempotencyCallerRights1764300000024 } from './migrations/1764300000024
 import { PartnerApps1764400000021 } from './migrations/1764400000021-partner-apps.js';
 import { Webhooks1764400000022 } from './migrations/1764400000022-webhooks.js';
 import { AdminDashboards1764400000024 } from './migrations/1764400000024-admin-dashboards.js';
+import { OrdersRangeCovering1764400000030 } from './migrations/1764400000030-orders-range-covering.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -30,6 +31,7 @@ export const MIGRATIONS = [
   PartnerApps1764400000021,
   Webhooks1764400000022,
   AdminDashboards1764400000024,
+  OrdersRangeCovering1764400000030,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */
