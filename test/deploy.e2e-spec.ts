@@ -189,6 +189,8 @@ describe.skipIf(reason !== '')(
         DATABASE_URL: database.toString(),
         REDIS_URL: process.env.REDIS_URL!,
         REDIS_PREFIX: `atrium-deploy-${randomBytes(4).toString('hex')}:`,
+        // the rate-limit assertions must not fail open on a loaded test machine (test/helpers/app.ts)
+        REDIS_COMMAND_TIMEOUT_MS: '1000',
         DATA_DIR: join(dir, 'data'), // the shared `atrium-data` volume
         ADMIN_EMAIL: ADMIN.email,
         ADMIN_PASSWORD: ADMIN.password,

@@ -152,7 +152,7 @@ describe.skipIf(!usingRedis)('readiness follows Redis (through a proxy the test 
     const via = new URL(target);
     via.hostname = '127.0.0.1';
     via.port = String(proxy.port);
-    t = await startApp({ REDIS_URL: via.toString() });
+    t = await startApp({ REDIS_URL: via.toString(), REDIS_COMMAND_TIMEOUT_MS: '100' });
   });
   afterAll(async () => {
     await t?.close();

@@ -47,7 +47,12 @@ describe.skipIf(!privateRedisTestsRun)(
 
     beforeAll(async () => {
       redis = await startPrivateRedis();
-      t = await startApp({ REDIS_URL: redis.url, RATE_LIMIT: '3', RATE_LIMIT_WINDOW_S: '30' });
+      t = await startApp({
+        REDIS_URL: redis.url,
+        REDIS_COMMAND_TIMEOUT_MS: '100',
+        RATE_LIMIT: '3',
+        RATE_LIMIT_WINDOW_S: '30',
+      });
     });
     afterAll(async () => {
       await t?.close();

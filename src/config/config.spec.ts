@@ -9,6 +9,7 @@ describe('loadConfig', () => {
       publicUrl: 'http://localhost:3000',
       database: { type: 'sqlite', path: 'data/atrium.sqlite' },
       redisUrl: undefined,
+      redisCommandTimeoutMs: 100,
       rateLimit: 300,
       rateLimitWindowS: 60,
       authRateLimit: 10,
@@ -89,6 +90,7 @@ describe('loadConfig', () => {
     [{ GRAPHQL_INTROSPECTION: 'maybe' }, 'GRAPHQL_INTROSPECTION'],
     [{ NODE_ENV: 'staging' }, 'NODE_ENV'],
     [{ NODE_ENV: 'test', PASSWORD_HASH_PROFILE: 'weak' }, 'PASSWORD_HASH_PROFILE'],
+    [{ REDIS_COMMAND_TIMEOUT_MS: '5' }, 'REDIS_COMMAND_TIMEOUT_MS'],
   ])('rejects %o naming %s', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(new RegExp(`^Invalid configuration: ${name} `));

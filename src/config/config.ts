@@ -30,6 +30,11 @@ export interface AppConfig {
   redisUrl?: string;
   /** Prefix of every Redis key and channel (lets several deployments or test runs share one Redis). */
   redisPrefix: string;
+  /**
+   * How long a command of the application's Redis clients (rate limits, readiness of their
+   * connections) may take before it fails: the rate limiter fails open after it (docs/rate-limits.md).
+   */
+  redisCommandTimeoutMs: number;
   adminEmail?: string;
   adminPassword?: string;
   /** argon2id parameters of new password hashes (src/identity/passwords.ts); `test` only with NODE_ENV=test. */
@@ -303,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     database,
     redisUrl,
     redisPrefix: env.REDIS_PREFIX ?? 'atrium:',
+    redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 100, 10, 10_000),
     adminEmail,
     adminPassword,
     passwordHashProfile,

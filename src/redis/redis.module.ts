@@ -33,7 +33,7 @@ export class RedisConnections implements OnApplicationShutdown {
     }
     const client = new Redis(this.config.redisUrl, {
       connectionName: `atrium-${name}`,
-      commandTimeout: 100,
+      commandTimeout: this.config.redisCommandTimeoutMs,
       connectTimeout: 2_000,
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
