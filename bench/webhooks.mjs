@@ -1,10 +1,13 @@
 // Webhook delivery under load (docs/performance.md "Webhooks"): the built app on SQLite with the
-// in-process engine, a receiver in this process with 10 endpoints (one answers 500 half the time),
+// in-process engine (or, with DATABASE_URL=postgres://… and REDIS_URL, on a fresh schema of that
+// PostgreSQL database with the BullMQ engine on that Redis), a receiver in this process with 10 endpoints (one answers 500 half the time),
 // and BENCH_WEBHOOK_EVENTS (10,000) posts created through the API, each one event to every endpoint.
 // Reports delivered deliveries/s, commit-to-delivery latency of the healthy endpoints, and the API's
 // own GET latency while the engine delivers, as a ratio to the idle latency measured first.
 // Usage: npm run bench -- --webhooks
+//        DATABASE_URL=postgres://… REDIS_URL=redis://… npm run bench -- --webhooks
 // Environment: BENCH_WEBHOOK_EVENTS (10000), BENCH_WEBHOOK_ENDPOINTS (10), BENCH_WEBHOOK_WRITERS (8)
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,6 +20,33 @@ const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 10);
 const WRITERS = Number(process.env.BENCH_WEBHOOK_WRITERS ?? 8);
 const ADMIN = { email: 'bench-admin@example.com', password: 'bench-password-123' };
+const POSTGRES_URL = process.env.DATABASE_URL?.startsWith('postgres')
+  ? process.env.DATABASE_URL
+  : undefined;
+const REDIS_URL = process.env.REDIS_URL || undefined;
+
+/** PostgreSQL: the app's DATABASE_URL on a schema of its own, and how to drop it afterwards. */
+function postgresSchema() {
+  if (!POSTGRES_URL) {
+    return { env: {}, drop: async () => {} };
+  }
+  const schema = `atrium_bench_wh_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set('schema', schema);
+  return {
+    env: { DATABASE_URL: url.toString() },
+    drop: async () => {
+      const { default: pg } = await import('pg');
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
 
 export async function runWebhooks() {
   // the receiver: path /h0 … /h9; /h0 fails half of its requests
@@ -52,11 +82,16 @@ export async function runWebhooks() {
   await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
   const port = receiver.address().port;
 
+  const database = postgresSchema();
   const app = await startBuiltApp({
     root: ROOT,
     name: 'webhooks',
     admin: ADMIN,
     env: {
+      ...database.env,
+      ...(REDIS_URL
+        ? { REDIS_URL, REDIS_PREFIX: `atrium-bench-wh-${randomBytes(3).toString('hex')}:` }
+        : {}),
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       // short retries so the failing endpoint's events are delivered within the run
       WEBHOOK_RETRY_SCHEDULE_S: '1,2,4,8',
@@ -129,6 +164,8 @@ export async function runWebhooks() {
     const duringQ = quantiles(during);
     const lat = quantiles(latencies);
     const result = {
+      engine: REDIS_URL ? 'bullmq (PostgreSQL + Redis)' : 'in-process lease worker',
+      database: POSTGRES_URL ? 'postgres' : 'sqlite',
       events: EVENTS,
       endpoints: ENDPOINTS,
       deliveries: expected,
@@ -152,9 +189,10 @@ export async function runWebhooks() {
     console.log(JSON.stringify(result, null, 2));
     return result;
   } finally {
-    app.stop();
     receiver.closeAllConnections();
     receiver.close();
+    await app.stop();
+    await database.drop();
   }
 }
 

@@ -37,6 +37,13 @@ import { WebhooksService } from './webhooks.service.js';
 /** The BullMQ queue (only with REDIS_URL). */
 export const WEBHOOK_QUEUE = Symbol('WEBHOOK_QUEUE');
 
+/** A claimed attempt with what it needs: its endpoint and event (null when gone). */
+interface ClaimedAttempt {
+  row: WebhookDeliveryRow;
+  endpoint: WebhookEndpointRow | null;
+  event: WebhookEventRow | null;
+}
+
 /** What a queued job carries: the delivery and the attempt number it was queued for. */
 export interface DeliveryJob {
   id: string;
@@ -65,7 +72,17 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private readonly logger = new Logger('Webhooks');
   private readonly allowed: AllowedHosts;
   private readonly sender: WebhookSender;
+  /** HTTP exchanges in flight (the concurrency slots), and per endpoint. */
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlightByEndpoint = new Map<string, number>();
+  /** Outcomes being written after their exchange freed its slot (awaited at shutdown). */
+  private readonly recording = new Set<Promise<void>>();
+  /** Redis mode: jobs waiting for the next batched claim. */
+  private claimQueue: {
+    job: DeliveryJob;
+    resolve: (claimed: ClaimedAttempt | undefined) => void;
+    reject: (err: unknown) => void;
+  }[] = [];
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -119,6 +136,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     await this.loop;
     // attempts in flight finish (each is bounded by the timeout) so their leases are released
     await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.recording]);
+    await this.successFlush;
     this.sender.close();
   }
 
@@ -174,56 +193,56 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     if (events.length === 0) {
       return 0;
     }
-    const endpoints = await this.endpoints.active();
-    const planned: { eventId: string; rows: WebhookDeliveryRow[] }[] = [];
+    const endpoints = (await this.endpoints.active()).map((endpoint) => ({
+      endpoint,
+      types: new Set(JSON.parse(endpoint.events) as string[]),
+    }));
+    const rows: WebhookDeliveryRow[] = [];
+    const rowsOf = new Map<string, number>();
     const now = new Date().toISOString();
     for (const event of events) {
-      const targets: WebhookEndpointRow[] = [];
-      for (const endpoint of endpoints) {
-        const types = JSON.parse(endpoint.events) as string[];
+      let count = 0;
+      for (const { endpoint, types } of endpoints) {
         if (
           // an endpoint receives the changes made after it was registered
           endpoint.created_at <= event.created_at &&
-          types.includes(event.type) &&
+          types.has(event.type) &&
           (await this.partnerScopes(endpoint, event)) !== null
         ) {
-          targets.push(endpoint);
+          count += 1;
+          rows.push({
+            id: newWebhookId('delivery'),
+            endpoint_id: endpoint.id,
+            event_id: event.id,
+            type: event.type,
+            status: 'pending',
+            attempts: 0,
+            last_status_code: null,
+            last_duration_ms: null,
+            last_error: null,
+            next_attempt_at: now,
+            lease_until: null,
+            created_at: now,
+            updated_at: now,
+          });
         }
       }
-      planned.push({
-        eventId: event.id,
-        rows: targets.map((endpoint) => ({
-          id: newWebhookId('delivery'),
-          endpoint_id: endpoint.id,
-          event_id: event.id,
-          type: event.type,
-          status: 'pending',
-          attempts: 0,
-          last_status_code: null,
-          last_duration_ms: null,
-          last_error: null,
-          next_attempt_at: now,
-          lease_until: null,
-          created_at: now,
-          updated_at: now,
-        })),
-      });
+      rowsOf.set(event.id, count);
     }
     // one transaction (one commit) for the whole batch; each event goes to whoever marks it first
     const scheduled = await this.db.transaction(async ({ manager }) => {
-      const won: ScheduledAttempt[] = [];
-      for (const { eventId, rows } of planned) {
-        if (!(await this.events.markDispatched(manager, eventId, now))) {
-          continue;
-        }
-        if (rows.length === 0) {
-          await this.events.delete(manager, eventId);
-        } else {
-          await this.deliveries.insertMany(manager, rows);
-          won.push(...rows.map((r) => ({ id: r.id, attempts: 0, delayMs: 0 })));
-        }
-      }
-      return won;
+      const won = await this.events.markManyDispatched(
+        manager,
+        events.map((e) => e.id),
+        now,
+      );
+      await this.events.deleteMany(
+        manager,
+        [...won].filter((id) => rowsOf.get(id) === 0),
+      );
+      const mine = rows.filter((r) => won.has(r.event_id));
+      await this.deliveries.insertMany(manager, mine);
+      return mine.map((r): ScheduledAttempt => ({ id: r.id, attempts: 0, delayMs: 0 }));
     });
     this.enqueue(scheduled);
     return events.length;
@@ -307,55 +326,142 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     this.enqueue(rows.map((r) => ({ id: r.id, attempts: Number(r.attempts), delayMs: 0 })));
   }
 
-  /** A queued job: makes its attempt if the row is still waiting for exactly that attempt. */
+  /**
+   * A queued job: makes its attempt if the row is still waiting for exactly that attempt. The jobs
+   * BullMQ hands this instance at about the same time are claimed together (one statement, and one
+   * for their endpoints and events), and the job ends once the receiver answered: the outcome is
+   * written behind it (a crash before that leaves the row leased, and the sweep queues it again).
+   */
   async runQueuedAttempt(job: DeliveryJob): Promise<void> {
-    const now = Date.now();
-    const row = await this.deliveries.claimAttempt(
-      job.id,
-      job.attempts,
-      new Date(now).toISOString(),
-      new Date(now + this.leaseMs()).toISOString(),
-    );
-    if (row) {
-      await this.attempt(row);
+    const claimed = await new Promise<ClaimedAttempt | undefined>((resolve, reject) => {
+      this.claimQueue.push({ job, resolve, reject });
+      if (this.claimQueue.length === 1) {
+        setImmediate(() => void this.claimQueued());
+      }
+    });
+    if (claimed) {
+      await this.track(claimed);
     }
   }
 
-  /** No Redis: claims due rows up to the free concurrency; true when it filled every slot. */
-  private async claimLocal(): Promise<boolean> {
-    const free = this.config.webhooks.concurrency - this.inFlight.size;
-    if (free <= 0) {
-      return false;
+  private async claimQueued(): Promise<void> {
+    const waiting = this.claimQueue;
+    this.claimQueue = [];
+    try {
+      const now = Date.now();
+      const rows = await this.deliveries.claimAttempts(
+        waiting.map((w) => w.job),
+        new Date(now).toISOString(),
+        new Date(now + this.leaseMs()).toISOString(),
+      );
+      const claimed = await this.withEndpointsAndEvents(rows);
+      const byId = new Map(claimed.map((c) => [c.row.id, c]));
+      for (const { job, resolve } of waiting) {
+        const mine = byId.get(job.id);
+        resolve(mine && Number(mine.row.attempts) === job.attempts ? mine : undefined);
+      }
+    } catch (err) {
+      for (const { reject } of waiting) {
+        reject(err);
+      }
     }
-    const now = Date.now();
-    const rows = await this.deliveries.claimDue(
-      new Date(now).toISOString(),
-      new Date(now + this.leaseMs()).toISOString(),
-      free,
-    );
-    // the claimed rows' endpoints and events in two statements, not two per row
+  }
+
+  /** The claimed rows' endpoints and events in two statements, not two per row. */
+  private async withEndpointsAndEvents(rows: WebhookDeliveryRow[]): Promise<ClaimedAttempt[]> {
+    if (rows.length === 0) {
+      return [];
+    }
     const [endpoints, events] = await Promise.all([
       this.endpoints.findMany([...new Set(rows.map((r) => r.endpoint_id))]),
       this.events.findMany([...new Set(rows.map((r) => r.event_id))]),
     ]);
     const endpointById = new Map(endpoints.map((e) => [e.id, e]));
     const eventById = new Map(events.map((e) => [e.id, e]));
-    for (const row of rows) {
-      const attempt = this.attempt(row, {
-        endpoint: endpointById.get(row.endpoint_id) ?? null,
-        event: eventById.get(row.event_id) ?? null,
-      })
-        .catch((err: unknown) => this.logger.error({ err }, 'webhook attempt failed'))
-        .finally(() => {
-          this.inFlight.delete(attempt);
-          // claim again once half the slots are free: one claim (one commit) for several rows
-          if (this.inFlight.size <= this.config.webhooks.concurrency / 2) {
-            this.wake();
-          }
-        });
-      this.inFlight.add(attempt);
+    return rows.map((row) => ({
+      row,
+      endpoint: endpointById.get(row.endpoint_id) ?? null,
+      event: eventById.get(row.event_id) ?? null,
+    }));
+  }
+
+  /**
+   * No Redis: claims due rows up to the free slots, none of an endpoint whose share of the slots is
+   * taken (and gives back what a claim brought beyond an endpoint's share); true when it filled every
+   * free slot.
+   */
+  private async claimLocal(): Promise<boolean> {
+    const { concurrency, endpointConcurrency } = this.config.webhooks;
+    const free = concurrency - this.inFlight.size;
+    if (free <= 0) {
+      return false;
     }
-    return rows.length === free;
+    const full = [...this.inFlightByEndpoint]
+      .filter(([, n]) => n >= endpointConcurrency)
+      .map(([id]) => id);
+    const now = Date.now();
+    const leaseUntil = new Date(now + this.leaseMs()).toISOString();
+    const rows = await this.deliveries.claimDue(
+      new Date(now).toISOString(),
+      leaseUntil,
+      free,
+      full,
+    );
+    const taken = new Map(this.inFlightByEndpoint);
+    const start: WebhookDeliveryRow[] = [];
+    const giveBack: string[] = [];
+    for (const row of rows) {
+      const n = taken.get(row.endpoint_id) ?? 0;
+      if (n >= endpointConcurrency) {
+        giveBack.push(row.id);
+      } else {
+        taken.set(row.endpoint_id, n + 1);
+        start.push(row);
+      }
+    }
+    await this.deliveries.release(giveBack, leaseUntil);
+    for (const claimed of await this.withEndpointsAndEvents(start)) {
+      void this.track(claimed).catch((err: unknown) =>
+        this.logger.error({ err }, 'webhook attempt failed'),
+      );
+    }
+    return rows.length === free && giveBack.length === 0;
+  }
+
+  /**
+   * Runs an attempt in a slot: the slot is held for the exchange with the receiver only, the outcome
+   * is written behind it. Once half the slots are free the worker claims again (one statement for
+   * several rows).
+   */
+  private track(claimed: ClaimedAttempt): Promise<void> {
+    const endpointId = claimed.row.endpoint_id;
+    this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
+    let recorded: Promise<void> | undefined;
+    const exchange = this.attempt(claimed.row, claimed, (record) => {
+      recorded = record;
+    }).finally(() => {
+      this.inFlight.delete(exchange);
+      const left = (this.inFlightByEndpoint.get(endpointId) ?? 1) - 1;
+      if (left === 0) {
+        this.inFlightByEndpoint.delete(endpointId);
+      } else {
+        this.inFlightByEndpoint.set(endpointId, left);
+      }
+      if (!this.queue && this.inFlight.size <= this.config.webhooks.concurrency / 2) {
+        this.wake();
+      }
+    });
+    this.inFlight.add(exchange);
+    return exchange.then(() => {
+      if (!recorded) {
+        return;
+      }
+      const record = recorded.catch((err: unknown) => {
+        this.logger.error({ err }, 'could not record a webhook attempt; its lease will run out');
+      });
+      this.recording.add(record);
+      void record.finally(() => this.recording.delete(record));
+    });
   }
 
   /** An attempt holds its row this long: the timeout, plus room for the database writes around it. */
@@ -365,9 +471,15 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
 
   // ---- one attempt ------------------------------------------------------------------------
 
+  /**
+   * One attempt of a claimed row. Its outcome is written before this resolves, or, when `defer` is
+   * given, handed to `defer` as a promise so the caller's slot is free as soon as the receiver
+   * answered.
+   */
   async attempt(
     row: WebhookDeliveryRow,
     loaded?: { endpoint: WebhookEndpointRow | null; event: WebhookEventRow | null },
+    defer?: (record: Promise<void>) => void,
   ): Promise<void> {
     const now = () => new Date().toISOString();
     const endpoint = loaded ? loaded.endpoint : await this.endpoints.find(row.endpoint_id);
@@ -447,8 +559,22 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       outcome = 'refused';
     }
     this.metrics.record(outcome, result.durationMs / 1000);
+    const record = this.record(row, endpoint, result, outcome);
+    if (defer) {
+      defer(record);
+    } else {
+      await record;
+    }
+  }
 
-    const at = now();
+  /** Writes an attempt's outcome: the row, its next attempt, and the endpoint's failing state. */
+  private async record(
+    row: WebhookDeliveryRow,
+    endpoint: WebhookEndpointRow,
+    result: AttemptResult,
+    outcome: DeliveryOutcome,
+  ): Promise<void> {
+    const at = new Date().toISOString();
     if (outcome === 'succeeded') {
       await this.recordSuccess(row.id, result, at);
       if (endpoint.failing_since !== null) {
@@ -480,7 +606,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   }
 
   /**
-   * Successes are the common case: they are written together in one transaction (on SQLite each
+   * Successes are the common case: they are written together in one statement (on SQLite each
    * commit is a disk sync, which a write per delivery would spend thousands of times a second).
    */
   private recordSuccess(id: string, result: AttemptResult, at: string): Promise<void> {
