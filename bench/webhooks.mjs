@@ -13,7 +13,7 @@ import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { post, quantiles, startBuiltApp } from './plumbing.mjs';
+import { cpuMs, post, quantiles, startBuiltApp } from './plumbing.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
@@ -126,6 +126,7 @@ export async function runWebhooks() {
 
     // 10,000 events through the API
     const started = Date.now();
+    const cpuAtStart = cpuMs(app.proc.pid);
     let next = 0;
     const writer = async () => {
       while (next < EVENTS) {
@@ -139,6 +140,7 @@ export async function runWebhooks() {
     };
     await Promise.all(Array.from({ length: WRITERS }, writer));
     const written = Date.now();
+    const deliveredWhenWritten = delivered;
     const expected = EVENTS * ENDPOINTS;
     // the API's latency while the engine drains what is left (no writes any more)
     const during = [];
@@ -159,6 +161,7 @@ export async function runWebhooks() {
     }
     await drainWatch;
     const healthyDone = lastDelivery;
+    const appCpuMs = cpuMs(app.proc.pid) - cpuAtStart;
     const pending = expected - delivered;
     const elapsedS = (healthyDone - started) / 1000;
     const duringQ = quantiles(during);
@@ -173,7 +176,15 @@ export async function runWebhooks() {
       failing_endpoint_500s: failedAnswers,
       still_pending_at_end: pending,
       writes_s: (written - started) / 1000,
+      events_written_per_s: Math.round(EVENTS / ((written - started) / 1000)),
       delivered_per_s: Math.round(delivered / elapsedS),
+      // after the writers stopped: the engine's own pace, not bounded by how fast events arrive
+      delivered_per_s_after_writes: Math.round(
+        (delivered - deliveredWhenWritten) / Math.max(0.001, (healthyDone - written) / 1000),
+      ),
+      // the app's CPU time (writes, API probes and deliveries) per delivery: load on other
+      // processes of the machine changes it little, unlike the rates
+      app_cpu_ms_per_delivery: round(appCpuMs / delivered),
       commit_to_delivery_ms_healthy: { p50: lat.p50, p99: lat.p99, max: lat.max },
       api_get_ms_idle: { p50: round(idle.p50), p99: round(idle.p99), n: idle.n },
       api_get_ms_while_delivering: {

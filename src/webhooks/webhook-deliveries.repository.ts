@@ -98,31 +98,39 @@ export class WebhookDeliveriesRepository {
   }
 
   /**
-   * Claims up to `limit` due pending deliveries for this instance until `leaseUntil`, none of the
-   * endpoints in `skipEndpoints` (those whose share of this instance's slots is taken): rows whose
-   * lease ran out (an instance died mid-attempt) are due again. One statement, so two instances never
-   * claim the same row (PostgreSQL skips rows another claim has locked).
+   * Claims up to `limit` due pending deliveries for this instance until `leaseUntil`, oldest first:
+   * none of the endpoints in `skipEndpoints`, at most `perEndpoint` of any other (ranked among the
+   * 4 x `limit` oldest due rows). Rows whose lease ran out (an instance died mid-attempt) are due
+   * again. One statement, so two instances never claim the same row (PostgreSQL skips rows another
+   * claim has locked, and the outer condition is checked again on the row it updates).
    */
   async claimDue(
     now: string,
     leaseUntil: string,
     limit: number,
-    skipEndpoints: readonly string[] = [],
+    share: { skipEndpoints?: readonly string[]; perEndpoint?: number } = {},
   ): Promise<WebhookDeliveryRow[]> {
+    const skipEndpoints = share.skipEndpoints ?? [];
     const skip = this.db.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
     const notIn =
       skipEndpoints.length === 0
         ? ''
-        : ` AND endpoint_id NOT IN (${skipEndpoints.map((_, i) => this.p(i + 6)).join(', ')})`;
+        : ` AND endpoint_id NOT IN (${skipEndpoints.map((_, i) => this.p(i + 8)).join(', ')})`;
     const result: unknown = await this.db.query(
       `UPDATE webhook_deliveries SET lease_until = ${this.p(1)}
-        WHERE id IN (SELECT id FROM webhook_deliveries
-                      WHERE status = 'pending' AND next_attempt_at <= ${this.p(2)}
-                        AND (lease_until IS NULL OR lease_until <= ${this.p(3)})${notIn}
-                      ORDER BY next_attempt_at LIMIT ${this.p(4)}${skip})
-          AND (lease_until IS NULL OR lease_until <= ${this.p(5)})
+        WHERE id IN (
+          SELECT id FROM (
+            SELECT id, next_attempt_at,
+                   ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS n
+              FROM (SELECT id, endpoint_id, next_attempt_at FROM webhook_deliveries
+                     WHERE status = 'pending' AND next_attempt_at <= ${this.p(2)}
+                       AND (lease_until IS NULL OR lease_until <= ${this.p(3)})${notIn}
+                     ORDER BY next_attempt_at LIMIT ${this.p(4)}${skip}) candidates
+          ) ranked
+          WHERE n <= ${this.p(5)} ORDER BY next_attempt_at LIMIT ${this.p(6)})
+          AND (lease_until IS NULL OR lease_until <= ${this.p(7)})
        RETURNING ${COLUMNS}`,
-      [leaseUntil, now, now, limit, now, ...skipEndpoints],
+      [leaseUntil, now, now, limit * 4, share.perEndpoint ?? limit, limit, now, ...skipEndpoints],
     );
     return returnedRows<WebhookDeliveryRow>(result);
   }
@@ -152,18 +160,6 @@ export class WebhookDeliveriesRepository {
     return returnedRows<WebhookDeliveryRow>(result);
   }
 
-  /** Gives claimed rows back unattempted (this instance holds them until `leaseUntil`). */
-  async release(ids: readonly string[], leaseUntil: string): Promise<void> {
-    if (ids.length > 0) {
-      await this.db.query(
-        `UPDATE webhook_deliveries SET lease_until = NULL
-          WHERE lease_until = ${this.p(1)} AND status = 'pending'
-            AND id IN (${ids.map((_, i) => this.p(i + 2)).join(', ')})`,
-        [leaseUntil, ...ids],
-      );
-    }
-  }
-
   /** Pending deliveries due before `dueBefore` that nobody holds (queued jobs lost with a crash). */
   async unclaimedDue(
     now: string,
@@ -181,6 +177,7 @@ export class WebhookDeliveriesRepository {
 
   /** Successful attempts, recorded in one statement (each row with its own answer). */
   async recordSuccesses(
+    manager: EntityManager,
     entries: readonly { id: string; result: AttemptResult; at: string }[],
   ): Promise<void> {
     for (let start = 0; start < entries.length; start += SUCCESS_CHUNK) {
@@ -191,7 +188,7 @@ export class WebhookDeliveriesRepository {
           ? `(CAST(${this.p(1)} AS VARCHAR(30)), CAST(${this.p(2)} AS INTEGER), CAST(${this.p(3)} AS INTEGER), CAST(${this.p(4)} AS VARCHAR(24)))`
           : `(${[1, 2, 3, 4].map((n) => this.p(4 * i + n)).join(', ')})`,
       );
-      await this.db.query(
+      await manager.query(
         `WITH done (id, code, ms, at) AS (VALUES ${tuples.join(', ')})
          UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1,
                 last_status_code = done.code, last_duration_ms = done.ms, last_error = NULL,
@@ -205,12 +202,13 @@ export class WebhookDeliveriesRepository {
 
   /** A failed attempt: retried at `nextAttemptAt`, or failed for good when it is null. */
   async recordFailure(
+    manager: EntityManager,
     id: string,
     result: AttemptResult,
     nextAttemptAt: string | null,
     at: string,
   ): Promise<void> {
-    await this.db.query(
+    await manager.query(
       `UPDATE webhook_deliveries SET status = ${this.p(1)}, attempts = attempts + 1,
               last_status_code = ${this.p(2)}, last_duration_ms = ${this.p(3)}, last_error = ${this.p(4)},
               next_attempt_at = ${this.p(5)}, lease_until = NULL, updated_at = ${this.p(6)}

@@ -44,6 +44,15 @@ interface ClaimedAttempt {
   event: WebhookEventRow | null;
 }
 
+/** An attempt's outcome waiting to be written. */
+interface RecordedOutcome {
+  row: WebhookDeliveryRow;
+  endpoint: WebhookEndpointRow;
+  result: AttemptResult;
+  outcome: DeliveryOutcome;
+  at: string;
+}
+
 /** What a queued job carries: the delivery and the attempt number it was queued for. */
 export interface DeliveryJob {
   id: string;
@@ -57,8 +66,8 @@ export interface DeliveryJob {
 const LOCAL_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
 const FAN_OUT_BATCH = 100;
-/** Successful attempts are recorded together, one commit per this many milliseconds at most. */
-const SUCCESS_FLUSH_MS = 10;
+/** Attempts' outcomes are recorded together, one commit per this many milliseconds at most. */
+const OUTCOME_FLUSH_MS = 25;
 
 /**
  * The delivery engine. Events committed to the outbox are fanned out into one delivery row per
@@ -91,8 +100,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private lastPurge = 0;
   private lastLoopError = 0;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
-  private successes: { id: string; result: AttemptResult; at: string }[] = [];
-  private successFlush: Promise<void> | undefined;
+  private outcomes: RecordedOutcome[] = [];
+  private outcomeFlush: Promise<void> | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -137,7 +146,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     // attempts in flight finish (each is bounded by the timeout) so their leases are released
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.recording]);
-    await this.successFlush;
+    await this.outcomeFlush;
     this.sender.close();
   }
 
@@ -386,9 +395,9 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   }
 
   /**
-   * No Redis: claims due rows up to the free slots, none of an endpoint whose share of the slots is
-   * taken (and gives back what a claim brought beyond an endpoint's share); true when it filled every
-   * free slot.
+   * No Redis: claims due rows up to the free slots; true when it filled every free slot. An
+   * endpoint with half its share of the slots (WEBHOOK_ENDPOINT_CONCURRENCY) in flight gets none,
+   * the others at most half their share per claim: a slow receiver never holds more than its share.
    */
   private async claimLocal(): Promise<boolean> {
     const { concurrency, endpointConcurrency } = this.config.webhooks;
@@ -396,36 +405,21 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     if (free <= 0) {
       return false;
     }
-    const full = [...this.inFlightByEndpoint]
-      .filter(([, n]) => n >= endpointConcurrency)
-      .map(([id]) => id);
+    const half = Math.max(1, Math.floor(endpointConcurrency / 2));
+    const busy = [...this.inFlightByEndpoint].filter(([, n]) => n >= half).map(([id]) => id);
     const now = Date.now();
-    const leaseUntil = new Date(now + this.leaseMs()).toISOString();
     const rows = await this.deliveries.claimDue(
       new Date(now).toISOString(),
-      leaseUntil,
+      new Date(now + this.leaseMs()).toISOString(),
       free,
-      full,
+      { skipEndpoints: busy, perEndpoint: endpointConcurrency - half },
     );
-    const taken = new Map(this.inFlightByEndpoint);
-    const start: WebhookDeliveryRow[] = [];
-    const giveBack: string[] = [];
-    for (const row of rows) {
-      const n = taken.get(row.endpoint_id) ?? 0;
-      if (n >= endpointConcurrency) {
-        giveBack.push(row.id);
-      } else {
-        taken.set(row.endpoint_id, n + 1);
-        start.push(row);
-      }
-    }
-    await this.deliveries.release(giveBack, leaseUntil);
-    for (const claimed of await this.withEndpointsAndEvents(start)) {
+    for (const claimed of await this.withEndpointsAndEvents(rows)) {
       void this.track(claimed).catch((err: unknown) =>
         this.logger.error({ err }, 'webhook attempt failed'),
       );
     }
-    return rows.length === free && giveBack.length === 0;
+    return rows.length === free;
   }
 
   /**
@@ -567,59 +561,100 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     }
   }
 
-  /** Writes an attempt's outcome: the row, its next attempt, and the endpoint's failing state. */
-  private async record(
+  /**
+   * Writes an attempt's outcome (the row, its next attempt, the endpoint's failing state). Outcomes
+   * are written together, one transaction per OUTCOME_FLUSH_MS at most: on SQLite each commit is a
+   * disk sync on the event loop, which a write per delivery would spend thousands of times a second.
+   * The retries are queued and the endpoints disabled once the batch committed.
+   */
+  private record(
     row: WebhookDeliveryRow,
     endpoint: WebhookEndpointRow,
     result: AttemptResult,
     outcome: DeliveryOutcome,
   ): Promise<void> {
-    const at = new Date().toISOString();
-    if (outcome === 'succeeded') {
-      await this.recordSuccess(row.id, result, at);
-      if (endpoint.failing_since !== null) {
-        await this.endpoints.clearFailing(endpoint.id);
-      }
-      return;
-    }
-    if (outcome === 'gone') {
-      await this.deliveries.recordFailure(row.id, result, null, at);
-      await this.webhooks.disableEndpoint(endpoint.id, 'the receiver answered 410 Gone');
-      return;
-    }
-    const attempts = Number(row.attempts);
-    const delayS = this.config.webhooks.retryScheduleS[attempts];
-    const delayMs = delayS === undefined ? undefined : delayS * 1000 * (0.9 + Math.random() * 0.2);
-    const next = delayMs === undefined ? null : new Date(Date.now() + delayMs).toISOString();
-    await this.deliveries.recordFailure(row.id, result, next, at);
-    if (delayMs !== undefined) {
-      this.enqueue([{ id: row.id, attempts: attempts + 1, delayMs }]);
-    }
-    const failingSince = await this.endpoints.markFailing(endpoint.id, at);
-    const failingForS = (Date.parse(at) - Date.parse(failingSince)) / 1000;
-    if (failingForS >= this.config.webhooks.disableAfterS) {
-      await this.webhooks.disableEndpoint(
-        endpoint.id,
-        `every delivery failed for ${Math.round(failingForS)} s (last: ${result.error ?? `HTTP ${result.statusCode}`})`,
-      );
-    }
+    this.outcomes.push({ row, endpoint, result, outcome, at: new Date().toISOString() });
+    this.outcomeFlush ??= new Promise<void>((resolve) =>
+      setTimeout(resolve, OUTCOME_FLUSH_MS),
+    ).then(() => {
+      const batch = this.outcomes;
+      this.outcomes = [];
+      this.outcomeFlush = undefined;
+      return this.writeOutcomes(batch);
+    });
+    return this.outcomeFlush;
   }
 
-  /**
-   * Successes are the common case: they are written together in one statement (on SQLite each
-   * commit is a disk sync, which a write per delivery would spend thousands of times a second).
-   */
-  private recordSuccess(id: string, result: AttemptResult, at: string): Promise<void> {
-    this.successes.push({ id, result, at });
-    this.successFlush ??= new Promise<void>((resolve) =>
-      setTimeout(resolve, SUCCESS_FLUSH_MS),
-    ).then(async () => {
-      const batch = this.successes;
-      this.successes = [];
-      this.successFlush = undefined;
-      await this.deliveries.recordSuccesses(batch);
+  private async writeOutcomes(batch: readonly RecordedOutcome[]): Promise<void> {
+    const retries: ScheduledAttempt[] = [];
+    const gone = new Set<string>();
+    /** Per endpoint, in order: its last outcome, and when its current run of failures began. */
+    const state = new Map<string, { failedSince: string | null }>();
+    const successes: { id: string; result: AttemptResult; at: string }[] = [];
+    const failures: { id: string; result: AttemptResult; next: string | null; at: string }[] = [];
+    for (const { row, endpoint, result, outcome, at } of batch) {
+      const s = state.get(endpoint.id) ?? { failedSince: null };
+      state.set(endpoint.id, s);
+      if (outcome === 'succeeded') {
+        successes.push({ id: row.id, result, at });
+        s.failedSince = null;
+        continue;
+      }
+      if (outcome === 'gone') {
+        failures.push({ id: row.id, result, next: null, at });
+        gone.add(endpoint.id);
+        continue;
+      }
+      const attempts = Number(row.attempts);
+      const delayS = this.config.webhooks.retryScheduleS[attempts];
+      const delayMs =
+        delayS === undefined ? undefined : delayS * 1000 * (0.9 + Math.random() * 0.2);
+      failures.push({
+        id: row.id,
+        result,
+        next: delayMs === undefined ? null : new Date(Date.now() + delayMs).toISOString(),
+        at,
+      });
+      if (delayMs !== undefined) {
+        retries.push({ id: row.id, attempts: attempts + 1, delayMs });
+      }
+      s.failedSince ??= at;
+    }
+    const failingFor = await this.db.transaction(async ({ manager }) => {
+      await this.deliveries.recordSuccesses(manager, successes);
+      for (const f of failures) {
+        await this.deliveries.recordFailure(manager, f.id, f.result, f.next, f.at);
+      }
+      const failing: { id: string; seconds: number; at: string }[] = [];
+      for (const [id, { failedSince }] of state) {
+        if (gone.has(id)) {
+          continue;
+        }
+        if (failedSince === null) {
+          // the row read at claim time may be stale: clearing is a no-op when nothing is failing
+          await this.endpoints.clearFailing(manager, id);
+        } else {
+          const since = await this.endpoints.markFailing(manager, id, failedSince);
+          const last = batch.findLast((o) => o.endpoint.id === id)?.at ?? failedSince;
+          failing.push({ id, seconds: (Date.parse(last) - Date.parse(since)) / 1000, at: last });
+        }
+      }
+      return failing;
     });
-    return this.successFlush;
+    this.enqueue(retries);
+    for (const id of gone) {
+      await this.webhooks.disableEndpoint(id, 'the receiver answered 410 Gone');
+    }
+    for (const { id, seconds } of failingFor) {
+      if (seconds >= this.config.webhooks.disableAfterS) {
+        const last = batch.findLast((o) => o.endpoint.id === id);
+        const why = last?.result.error ?? `HTTP ${last?.result.statusCode}`;
+        await this.webhooks.disableEndpoint(
+          id,
+          `every delivery failed for ${Math.round(seconds)} s (last: ${why})`,
+        );
+      }
+    }
   }
 
   // ---- retention --------------------------------------------------------------------------

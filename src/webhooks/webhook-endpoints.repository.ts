@@ -121,20 +121,20 @@ export class WebhookEndpointsRepository {
   }
 
   /** Starts the failure clock unless it runs already; returns when it started. */
-  async markFailing(id: string, at: string): Promise<string> {
-    await this.db.query(
+  async markFailing(manager: EntityManager, id: string, at: string): Promise<string> {
+    await manager.query(
       `UPDATE webhook_endpoints SET failing_since = ${this.p(1)} WHERE id = ${this.p(2)} AND failing_since IS NULL`,
       [at, id],
     );
-    const [row] = await this.db.query<{ failing_since: string | null }>(
+    const [row] = (await manager.query(
       `SELECT failing_since FROM webhook_endpoints WHERE id = ${this.p(1)}`,
       [id],
-    );
+    )) as { failing_since: string | null }[];
     return row?.failing_since ?? at;
   }
 
-  async clearFailing(id: string): Promise<void> {
-    await this.db.query(
+  async clearFailing(manager: EntityManager, id: string): Promise<void> {
+    await manager.query(
       `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${this.p(1)} AND failing_since IS NOT NULL`,
       [id],
     );
