@@ -66,6 +66,14 @@ export interface DeliveryJob {
 const LOCAL_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
 const FAN_OUT_BATCH = 100;
+/** The least time between two passes of the engine's loop (fan-out, and the local claim). */
+const PASS_GAP_MS = 20;
+/**
+ * Redis mode: a job waits this long for others to be claimed with it (one statement for up to
+ * CLAIM_BATCH jobs, instead of three statements per job).
+ */
+const CLAIM_WAIT_MS = 5;
+const CLAIM_BATCH = 32;
 /** Attempts' outcomes are recorded together, one commit per this many milliseconds at most. */
 const OUTCOME_FLUSH_MS = 25;
 
@@ -92,6 +100,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     resolve: (claimed: ClaimedAttempt | undefined) => void;
     reject: (err: unknown) => void;
   }[] = [];
+  private claimTimer: NodeJS.Timeout | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -101,6 +110,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private lastLoopError = 0;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
   private outcomes: RecordedOutcome[] = [];
+  /** Endpoints this instance marked failing (their next success clears the mark). */
+  private readonly failing = new Set<string>();
   private outcomeFlush: Promise<void> | undefined;
 
   constructor(
@@ -117,7 +128,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     @Optional() @Inject(WEBHOOK_QUEUE) private readonly queue?: Queue<DeliveryJob>,
   ) {
     this.allowed = new AllowedHosts(config.webhooks.allowedHosts);
-    this.sender = new WebhookSender(config.webhooks.timeoutMs);
+    this.sender = new WebhookSender(config.webhooks.timeoutMs, config.webhooks.concurrency);
   }
 
   onApplicationBootstrap(): void {
@@ -173,6 +184,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
 
   private async run(): Promise<void> {
     while (this.running) {
+      const passStarted = Date.now();
       let busy = false;
       try {
         busy = (await this.fanOut()) === FAN_OUT_BATCH;
@@ -187,6 +199,12 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
           this.lastLoopError = Date.now();
           this.logger.warn({ err }, 'webhook engine pass failed; retrying');
         }
+      }
+      // passes are PASS_GAP_MS apart at least: the wake-ups of a busy moment (each commit with an
+      // event, each freed slot) share one fan-out and one claim, so one commit, instead of one each
+      const gap = PASS_GAP_MS - (Date.now() - passStarted);
+      if (gap > 0 && this.running) {
+        await new Promise((resolve) => setTimeout(resolve, gap));
       }
       if (!busy) {
         await this.sleep(this.queue ? SWEEP_MS / 2 : LOCAL_POLL_MS);
@@ -345,7 +363,10 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     const claimed = await new Promise<ClaimedAttempt | undefined>((resolve, reject) => {
       this.claimQueue.push({ job, resolve, reject });
       if (this.claimQueue.length === 1) {
-        setImmediate(() => void this.claimQueued());
+        this.claimTimer = setTimeout(() => void this.claimQueued(), CLAIM_WAIT_MS);
+      } else if (this.claimQueue.length >= CLAIM_BATCH) {
+        clearTimeout(this.claimTimer);
+        void this.claimQueued();
       }
     });
     if (claimed) {
@@ -356,6 +377,9 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private async claimQueued(): Promise<void> {
     const waiting = this.claimQueue;
     this.claimQueue = [];
+    if (waiting.length === 0) {
+      return;
+    }
     try {
       const now = Date.now();
       const rows = await this.deliveries.claimAttempts(
@@ -626,26 +650,39 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
         await this.deliveries.recordFailure(manager, f.id, f.result, f.next, f.at);
       }
       const failing: { id: string; seconds: number; at: string }[] = [];
+      const recovered: string[] = [];
       for (const [id, { failedSince }] of state) {
         if (gone.has(id)) {
           continue;
         }
         if (failedSince === null) {
-          // the row read at claim time may be stale: clearing is a no-op when nothing is failing
-          await this.endpoints.clearFailing(manager, id);
+          // failing as read at claim time, or marked so by this instance since
+          if (
+            this.failing.has(id) ||
+            batch.some((o) => o.endpoint.id === id && o.endpoint.failing_since !== null)
+          ) {
+            recovered.push(id);
+          }
         } else {
           const since = await this.endpoints.markFailing(manager, id, failedSince);
           const last = batch.findLast((o) => o.endpoint.id === id)?.at ?? failedSince;
           failing.push({ id, seconds: (Date.parse(last) - Date.parse(since)) / 1000, at: last });
         }
       }
-      return failing;
+      await this.endpoints.clearFailing(manager, recovered);
+      return { failing, recovered };
     });
+    for (const { id } of failingFor.failing) {
+      this.failing.add(id);
+    }
+    for (const id of failingFor.recovered) {
+      this.failing.delete(id);
+    }
     this.enqueue(retries);
     for (const id of gone) {
       await this.webhooks.disableEndpoint(id, 'the receiver answered 410 Gone');
     }
-    for (const { id, seconds } of failingFor) {
+    for (const { id, seconds } of failingFor.failing) {
       if (seconds >= this.config.webhooks.disableAfterS) {
         const last = batch.findLast((o) => o.endpoint.id === id);
         const why = last?.result.error ?? `HTTP ${last?.result.statusCode}`;

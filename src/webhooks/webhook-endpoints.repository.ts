@@ -133,11 +133,14 @@ export class WebhookEndpointsRepository {
     return row?.failing_since ?? at;
   }
 
-  async clearFailing(manager: EntityManager, id: string): Promise<void> {
-    await manager.query(
-      `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${this.p(1)} AND failing_since IS NOT NULL`,
-      [id],
-    );
+  async clearFailing(manager: EntityManager, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) {
+      await manager.query(
+        `UPDATE webhook_endpoints SET failing_since = NULL
+          WHERE id IN (${ids.map((_, i) => this.p(i + 1)).join(', ')}) AND failing_since IS NOT NULL`,
+        [...ids],
+      );
+    }
   }
 
   async delete(manager: EntityManager, id: string): Promise<void> {
