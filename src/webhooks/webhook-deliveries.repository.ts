@@ -112,26 +112,30 @@ export class WebhookDeliveriesRepository {
   ): Promise<WebhookDeliveryRow[]> {
     const skipEndpoints = share.skipEndpoints ?? [];
     const skip = this.db.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
-    const notIn =
-      skipEndpoints.length === 0
-        ? ''
-        : ` AND endpoint_id NOT IN (${skipEndpoints.map((_, i) => this.p(i + 8)).join(', ')})`;
-    const result: unknown = await this.db.query(
-      `UPDATE webhook_deliveries SET lease_until = ${this.p(1)}
+    // numbered in the order they appear (SQLite binds its `?` by position)
+    const params: unknown[] = [];
+    const p = (value: unknown) => {
+      params.push(value);
+      return this.p(params.length);
+    };
+    const sql = `UPDATE webhook_deliveries SET lease_until = ${p(leaseUntil)}
         WHERE id IN (
           SELECT id FROM (
             SELECT id, next_attempt_at,
                    ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS n
               FROM (SELECT id, endpoint_id, next_attempt_at FROM webhook_deliveries
-                     WHERE status = 'pending' AND next_attempt_at <= ${this.p(2)}
-                       AND (lease_until IS NULL OR lease_until <= ${this.p(3)})${notIn}
-                     ORDER BY next_attempt_at LIMIT ${this.p(4)}${skip}) candidates
+                     WHERE status = 'pending' AND next_attempt_at <= ${p(now)}
+                       AND (lease_until IS NULL OR lease_until <= ${p(now)})${
+                         skipEndpoints.length === 0
+                           ? ''
+                           : ` AND endpoint_id NOT IN (${skipEndpoints.map(p).join(', ')})`
+                       }
+                     ORDER BY next_attempt_at LIMIT ${p(limit * 4)}${skip}) candidates
           ) ranked
-          WHERE n <= ${this.p(5)} ORDER BY next_attempt_at LIMIT ${this.p(6)})
-          AND (lease_until IS NULL OR lease_until <= ${this.p(7)})
-       RETURNING ${COLUMNS}`,
-      [leaseUntil, now, now, limit * 4, share.perEndpoint ?? limit, limit, now, ...skipEndpoints],
-    );
+          WHERE n <= ${p(share.perEndpoint ?? limit)} ORDER BY next_attempt_at LIMIT ${p(limit)})
+          AND (lease_until IS NULL OR lease_until <= ${p(now)})
+       RETURNING ${COLUMNS}`;
+    const result: unknown = await this.db.query(sql, params);
     return returnedRows<WebhookDeliveryRow>(result);
   }
 
@@ -165,9 +169,9 @@ export class WebhookDeliveriesRepository {
     now: string,
     dueBefore: string,
     limit: number,
-  ): Promise<Pick<WebhookDeliveryRow, 'id' | 'attempts'>[]> {
+  ): Promise<Pick<WebhookDeliveryRow, 'id' | 'attempts' | 'endpoint_id'>[]> {
     return this.db.query(
-      `SELECT id, attempts FROM webhook_deliveries
+      `SELECT id, attempts, endpoint_id FROM webhook_deliveries
         WHERE status = 'pending' AND next_attempt_at <= ${this.p(1)}
           AND (lease_until IS NULL OR lease_until <= ${this.p(2)})
         ORDER BY next_attempt_at LIMIT ${this.p(3)}`,

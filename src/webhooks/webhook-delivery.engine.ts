@@ -57,6 +57,8 @@ interface RecordedOutcome {
 export interface DeliveryJob {
   id: string;
   attempts: number;
+  /** The delivery's endpoint (absent from jobs queued before it was added). */
+  endpointId?: string;
 }
 
 /**
@@ -101,6 +103,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     reject: (err: unknown) => void;
   }[] = [];
   private claimTimer: NodeJS.Timeout | undefined;
+  /** Redis mode: jobs running on this instance per endpoint (from claim to the receiver's answer). */
+  private readonly jobsByEndpoint = new Map<string, number>();
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -269,7 +273,9 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       );
       const mine = rows.filter((r) => won.has(r.event_id));
       await this.deliveries.insertMany(manager, mine);
-      return mine.map((r): ScheduledAttempt => ({ id: r.id, attempts: 0, delayMs: 0 }));
+      return mine.map(
+        (r): ScheduledAttempt => ({ id: r.id, attempts: 0, delayMs: 0, endpointId: r.endpoint_id }),
+      );
     });
     this.enqueue(scheduled);
     return events.length;
@@ -322,7 +328,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       .addBulk(
         attempts.map((a) => ({
           name: 'deliver',
-          data: { id: a.id, attempts: a.attempts },
+          data: { id: a.id, attempts: a.attempts, endpointId: a.endpointId },
           opts: {
             // one job per attempt: adding it again (the sweep) while it waits is a no-op
             jobId: `${a.id}-${a.attempts}`,
@@ -350,7 +356,14 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       new Date(now.getTime() - SWEEP_MS).toISOString(),
       500,
     );
-    this.enqueue(rows.map((r) => ({ id: r.id, attempts: Number(r.attempts), delayMs: 0 })));
+    this.enqueue(
+      rows.map((r) => ({
+        id: r.id,
+        attempts: Number(r.attempts),
+        delayMs: 0,
+        endpointId: r.endpoint_id,
+      })),
+    );
   }
 
   /**
@@ -360,6 +373,36 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
    * written behind it (a crash before that leaves the row leased, and the sweep queues it again).
    */
   async runQueuedAttempt(job: DeliveryJob): Promise<void> {
+    const endpointId = job.endpointId;
+    if (endpointId !== undefined) {
+      this.jobsByEndpoint.set(endpointId, (this.jobsByEndpoint.get(endpointId) ?? 0) + 1);
+    }
+    try {
+      await this.claimAndRun(job);
+    } finally {
+      if (endpointId !== undefined) {
+        const left = (this.jobsByEndpoint.get(endpointId) ?? 1) - 1;
+        if (left === 0) {
+          this.jobsByEndpoint.delete(endpointId);
+        } else {
+          this.jobsByEndpoint.set(endpointId, left);
+        }
+      }
+    }
+  }
+
+  /**
+   * Redis mode: whether this instance already runs its share of the slots (WEBHOOK_ENDPOINT_CONCURRENCY)
+   * for the job's endpoint; the worker then puts the job back for later instead of holding a slot.
+   */
+  endpointBusy(job: DeliveryJob): boolean {
+    return (
+      job.endpointId !== undefined &&
+      (this.jobsByEndpoint.get(job.endpointId) ?? 0) >= this.config.webhooks.endpointConcurrency
+    );
+  }
+
+  private async claimAndRun(job: DeliveryJob): Promise<void> {
     const claimed = await new Promise<ClaimedAttempt | undefined>((resolve, reject) => {
       this.claimQueue.push({ job, resolve, reject });
       if (this.claimQueue.length === 1) {
@@ -640,7 +683,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
         at,
       });
       if (delayMs !== undefined) {
-        retries.push({ id: row.id, attempts: attempts + 1, delayMs });
+        retries.push({ id: row.id, attempts: attempts + 1, delayMs, endpointId: row.endpoint_id });
       }
       s.failedSince ??= at;
     }
