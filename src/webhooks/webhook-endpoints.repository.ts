@@ -126,10 +126,10 @@ export class WebhookEndpointsRepository {
       `UPDATE webhook_endpoints SET failing_since = ${this.p(1)} WHERE id = ${this.p(2)} AND failing_since IS NULL`,
       [at, id],
     );
-    const [row] = (await manager.query(
+    const [row] = await manager.query<{ failing_since: string | null }[]>(
       `SELECT failing_since FROM webhook_endpoints WHERE id = ${this.p(1)}`,
       [id],
-    )) as { failing_since: string | null }[];
+    );
     return row?.failing_since ?? at;
   }
 
