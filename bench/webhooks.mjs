@@ -1,12 +1,14 @@
 // Webhook delivery under load (docs/performance.md "Webhooks"): the built app on SQLite with the
 // in-process engine (or, with DATABASE_URL=postgres://… and REDIS_URL, on a fresh schema of that
-// PostgreSQL database with the BullMQ engine on that Redis), a receiver in this process with 10 endpoints (one answers 500 half the time),
-// and BENCH_WEBHOOK_EVENTS (10,000) posts created through the API, each one event to every endpoint.
-// Reports delivered deliveries/s, commit-to-delivery latency of the healthy endpoints, and the API's
-// own GET latency while the engine delivers, as a ratio to the idle latency measured first.
+// PostgreSQL database with the BullMQ engine on that Redis), a receiver in this process with 10
+// endpoints (one answers 500 half the time), and BENCH_WEBHOOK_EVENTS (10,000) posts created through
+// the API, each one event to every endpoint. Reports delivered deliveries/s, commit-to-delivery
+// latency of the healthy endpoints, and the API's own GET latency while the events are written and
+// delivered, and while the engine delivers what is left, as ratios to the idle latency measured first.
 // Usage: npm run bench -- --webhooks
 //        DATABASE_URL=postgres://… REDIS_URL=redis://… npm run bench -- --webhooks
-// Environment: BENCH_WEBHOOK_EVENTS (10000), BENCH_WEBHOOK_ENDPOINTS (10), BENCH_WEBHOOK_WRITERS (8)
+// Environment: BENCH_WEBHOOK_EVENTS (10000), BENCH_WEBHOOK_ENDPOINTS (10; 0 = the same writes with
+// nothing to deliver: the baseline of the latency while writing), BENCH_WEBHOOK_WRITERS (8)
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { dirname, resolve } from 'node:path';
@@ -138,8 +140,18 @@ export async function runWebhooks() {
         );
       }
     };
+    // the API's latency while the writers create the events and the engine delivers them
+    const whileWriting = [];
+    let writing = true;
+    const writeProbe = (async () => {
+      while (writing) {
+        whileWriting.push(...(await probe(500)));
+      }
+    })();
     await Promise.all(Array.from({ length: WRITERS }, writer));
     const written = Date.now();
+    writing = false;
+    await writeProbe;
     const deliveredWhenWritten = delivered;
     const expected = EVENTS * ENDPOINTS;
     // the API's latency while the engine drains what is left (no writes any more)
@@ -165,6 +177,7 @@ export async function runWebhooks() {
     const pending = expected - delivered;
     const elapsedS = (healthyDone - started) / 1000;
     const duringQ = quantiles(during);
+    const writingQ = quantiles(whileWriting);
     const lat = quantiles(latencies);
     const result = {
       engine: REDIS_URL ? 'bullmq (PostgreSQL + Redis)' : 'in-process lease worker',
@@ -177,7 +190,7 @@ export async function runWebhooks() {
       still_pending_at_end: pending,
       writes_s: (written - started) / 1000,
       events_written_per_s: Math.round(EVENTS / ((written - started) / 1000)),
-      delivered_per_s: Math.round(delivered / elapsedS),
+      delivered_per_s: elapsedS > 0 ? Math.round(delivered / elapsedS) : 0,
       // after the writers stopped: the engine's own pace, not bounded by how fast events arrive
       delivered_per_s_after_writes: Math.round(
         (delivered - deliveredWhenWritten) / Math.max(0.001, (healthyDone - written) / 1000),
@@ -192,9 +205,21 @@ export async function runWebhooks() {
         p99: round(duringQ.p99),
         n: duringQ.n,
       },
-      latency_ratio: {
-        p50: round(duringQ.p50 / idle.p50),
-        p99: round(duringQ.p99 / idle.p99),
+      // null when nothing was left to deliver once the writes stopped (the engine kept up)
+      latency_ratio:
+        duringQ.n === 0
+          ? null
+          : { p50: round(duringQ.p50 / idle.p50), p99: round(duringQ.p99 / idle.p99) },
+      // the same GET while 8 writers create the events and the engine delivers them (the writes'
+      // own cost is in it too)
+      api_get_ms_while_writing: {
+        p50: round(writingQ.p50),
+        p99: round(writingQ.p99),
+        n: writingQ.n,
+      },
+      latency_ratio_while_writing: {
+        p50: round(writingQ.p50 / idle.p50),
+        p99: round(writingQ.p99 / idle.p99),
       },
     };
     console.log(JSON.stringify(result, null, 2));

@@ -81,10 +81,6 @@ export class WebhookEventsRepository {
     return new Set(returnedRows<{ id: string }>(result).map((r) => r.id));
   }
 
-  async delete(manager: EntityManager, id: string): Promise<void> {
-    await manager.query(`DELETE FROM webhook_events WHERE id = ${this.p(1)}`, [id]);
-  }
-
   async deleteMany(manager: EntityManager, ids: readonly string[]): Promise<void> {
     if (ids.length > 0) {
       await manager.query(
