@@ -85,15 +85,14 @@ export async function runWebhooks() {
   const port = receiver.address().port;
 
   const database = postgresSchema();
+  const redisPrefix = `atrium-bench-wh-${randomBytes(3).toString('hex')}:`;
   const app = await startBuiltApp({
     root: ROOT,
     name: 'webhooks',
     admin: ADMIN,
     env: {
       ...database.env,
-      ...(REDIS_URL
-        ? { REDIS_URL, REDIS_PREFIX: `atrium-bench-wh-${randomBytes(3).toString('hex')}:` }
-        : {}),
+      ...(REDIS_URL ? { REDIS_URL, REDIS_PREFIX: redisPrefix } : {}),
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       // short retries so the failing endpoint's events are delivered within the run
       WEBHOOK_RETRY_SCHEDULE_S: '1,2,4,8',
@@ -229,6 +228,29 @@ export async function runWebhooks() {
     receiver.close();
     await app.stop();
     await database.drop();
+    await dropRedisKeys(redisPrefix);
+  }
+}
+
+/** Redis: removes the keys the app left under its prefix (queued retries, counters). */
+async function dropRedisKeys(prefix) {
+  if (!REDIS_URL) {
+    return;
+  }
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) {
+        await redis.unlink(...keys);
+      }
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
   }
 }
 
