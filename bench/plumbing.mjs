@@ -69,9 +69,11 @@ export function cpuMs(pid) {
  * Starts the built app of `root` (`node dist/main.js`; throws with its path when not built) on a free
  * port of 127.0.0.1: NODE_ENV=production, a fresh SQLite file in a temporary directory
  * (`atrium-<name>-*`), LOG_LEVEL=warn, the boot admin `admin` ({ email, password }), request rate
- * limits that load cannot exhaust and no Redis, with `env` on top. Resolves once `GET /health/ready`
- * answers 200, to `{ url, proc, stop, dbPath }`: `stop()` ends the app and removes the directory (it
- * is also called when the app does not become ready); `dbPath` is the SQLite file.
+ * limits that load cannot exhaust and no Redis, with `env` on top (it may name a DATABASE_URL and a
+ * REDIS_URL of its own). BENCH_APP_NODE_ARGS are extra node flags of the app (e.g. "--cpu-prof
+ * --cpu-prof-dir=/tmp/prof"). Resolves once `GET /health/ready` answers 200, to
+ * `{ url, proc, stop, dbPath }`: `stop()` ends the app and removes the directory (it is also called
+ * when the app does not become ready) and resolves once the app exited; `dbPath` is the SQLite file.
  */
 export async function startBuiltApp({ root, name, admin, env = {} }) {
   const mainJs = join(root, 'dist', 'main.js');
@@ -94,15 +96,26 @@ export async function startBuiltApp({ root, name, admin, env = {} }) {
     AUTH_RATE_LIMIT: '100000000',
     ...env,
   };
-  delete appEnv.REDIS_URL;
-  const proc = spawn(process.execPath, [mainJs], { cwd: root, env: appEnv, stdio: 'ignore' });
+  if (env.REDIS_URL === undefined) {
+    delete appEnv.REDIS_URL;
+  }
+  const nodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, mainJs], {
+    cwd: root,
+    env: appEnv,
+    stdio: 'ignore',
+  });
+  const exited = new Promise((r) => proc.once('exit', r));
   let stopped = false;
   const stop = () => {
     if (!stopped) {
       stopped = true;
-      proc.kill('SIGTERM');
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+      }
       rmSync(workDir, { recursive: true, force: true });
     }
+    return proc.exitCode === null ? exited : Promise.resolve();
   };
   try {
     await waitReady(proc, `${url}/health/ready`);

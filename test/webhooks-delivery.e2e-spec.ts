@@ -194,6 +194,41 @@ describe('webhooks: failures and slow receivers', () => {
   });
 });
 
+describe('webhooks: a slow receiver holds no more than its share of the slots', () => {
+  it('keeps delivering to a healthy endpoint while another hangs (WEBHOOK_ENDPOINT_CONCURRENCY)', async () => {
+    const receiver = await new WebhookReceiver().start();
+    const t = await startApp({
+      ...ALLOW_LOOPBACK,
+      WEBHOOK_CONCURRENCY: '4',
+      WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+      WEBHOOK_TIMEOUT_MS: '8000',
+    });
+    try {
+      const admin = await adminClient(t.url);
+      const slow = `/${unique('hangs')}`;
+      const healthy = `/${unique('healthy')}`;
+      receiver.answer = (req) => (req.path === slow ? 'hang' : { status: 204 });
+      await register(admin, receiver.url(slow), ['post.created']);
+      await register(admin, receiver.url(healthy), ['post.created']);
+      const started = Date.now();
+      for (let i = 0; i < 8; i++) {
+        expect((await admin.post('/api/v1/posts', { title: `share ${i}`, body: 'x' })).status).toBe(
+          201,
+        );
+      }
+      // every event reaches the healthy endpoint long before the hanging attempts time out
+      await receiver.waitFor((r) => r.filter((x) => x.path === healthy).length >= 8);
+      expect(Date.now() - started).toBeLessThan(6_000);
+      // and the hanging endpoint never had more than its 2 attempts open
+      await new Promise((r) => setTimeout(r, 500));
+      expect(receiver.on(slow).length).toBeLessThanOrEqual(2);
+    } finally {
+      await receiver.close();
+      await t.close();
+    }
+  });
+});
+
 describe('webhooks: durability across a restart', () => {
   it('delivers after a restart the events committed while no instance delivered: nothing lost', async () => {
     const receiver = await new WebhookReceiver().start();

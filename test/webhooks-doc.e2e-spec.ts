@@ -89,8 +89,11 @@ describe('docs/webhooks.md: the receiver snippet verifies real deliveries', () =
     const post = await admin.post('/api/v1/posts', { title: 'doc', body: 'x' });
     expect(post.status).toBe(201);
     await eventually(async () => output.includes(post.body.data.id as string));
-    const log = await admin.get(`/api/v1/webhooks/${id}/deliveries`);
-    const delivery = log.body.data[0];
+    // the outcome is written shortly after the receiver answered (outcomes are recorded in batches)
+    const delivery = await eventually(async () => {
+      const row = (await admin.get(`/api/v1/webhooks/${id}/deliveries`)).body.data[0];
+      return row?.status === 'pending' ? undefined : row;
+    });
     expect(delivery).toMatchObject({ status: 'succeeded', last_status_code: 204 });
 
     // a redelivery verifies too, and the snippet's de-duplication drops it

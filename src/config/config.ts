@@ -102,6 +102,8 @@ export interface WebhooksConfig {
   timeoutMs: number;
   /** Deliveries in flight at once per instance. */
   concurrency: number;
+  /** Deliveries in flight at once per instance to one endpoint (a slow receiver holds no more slots). */
+  endpointConcurrency: number;
   /** false: this instance records events but delivers none (API-only replicas; the others deliver). */
   deliveryEnabled: boolean;
 }
@@ -388,7 +390,8 @@ function loadWebhooks(env: NodeJS.ProcessEnv): WebhooksConfig {
     logRetentionDays: int(env, 'WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3_650),
     allowedHosts,
     timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
-    concurrency: int(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1_000),
+    concurrency: int(env, 'WEBHOOK_CONCURRENCY', 128, 1, 1_000),
+    endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 32, 1, 1_000),
     deliveryEnabled: bool(env, 'WEBHOOK_DELIVERY_ENABLED', true),
   };
 }

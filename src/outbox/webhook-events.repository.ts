@@ -60,18 +60,34 @@ export class WebhookEventsRepository {
     );
   }
 
-  /** Marks the event fanned out unless another instance already did: true for the one that did. */
-  async markDispatched(manager: EntityManager, id: string, at: string): Promise<boolean> {
+  /**
+   * Marks events fanned out unless another instance already did: the ids this call marked (one
+   * statement for a batch; each event goes to whoever marks it first).
+   */
+  async markManyDispatched(
+    manager: EntityManager,
+    ids: readonly string[],
+    at: string,
+  ): Promise<Set<string>> {
+    if (ids.length === 0) {
+      return new Set();
+    }
     const result: unknown = await manager.query(
       `UPDATE webhook_events SET dispatched_at = ${this.p(1)}
-        WHERE id = ${this.p(2)} AND dispatched_at IS NULL RETURNING id`,
-      [at, id],
+        WHERE id IN (${ids.map((_, i) => this.p(i + 2)).join(', ')}) AND dispatched_at IS NULL
+       RETURNING id`,
+      [at, ...ids],
     );
-    return returnedRows(result).length === 1;
+    return new Set(returnedRows<{ id: string }>(result).map((r) => r.id));
   }
 
-  async delete(manager: EntityManager, id: string): Promise<void> {
-    await manager.query(`DELETE FROM webhook_events WHERE id = ${this.p(1)}`, [id]);
+  async deleteMany(manager: EntityManager, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) {
+      await manager.query(
+        `DELETE FROM webhook_events WHERE id IN (${ids.map((_, i) => this.p(i + 1)).join(', ')})`,
+        [...ids],
+      );
+    }
   }
 
   async countUndispatched(): Promise<number> {

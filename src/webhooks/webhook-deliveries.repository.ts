@@ -28,6 +28,10 @@ export interface WebhookDeliveryRow {
 const COLUMNS =
   'id, endpoint_id, event_id, type, status, attempts, last_status_code, last_duration_ms, last_error, next_attempt_at, lease_until, created_at, updated_at';
 
+const COLUMN_COUNT_RANGE = Array.from({ length: 13 }, (_, i) => i);
+const INSERT_CHUNK = 200;
+const SUCCESS_CHUNK = 250;
+
 /** What one attempt left behind. */
 export interface AttemptResult {
   statusCode: number | null;
@@ -44,25 +48,34 @@ export class WebhookDeliveriesRepository {
     return this.db.p(n);
   }
 
+  /** Inserts delivery rows, many to a statement (a fan-out writes thousands a second). */
   async insertMany(manager: EntityManager, rows: readonly WebhookDeliveryRow[]): Promise<void> {
-    for (const row of rows) {
-      const values = [
-        row.id,
-        row.endpoint_id,
-        row.event_id,
-        row.type,
-        row.status,
-        Number(row.attempts),
-        row.last_status_code,
-        row.last_duration_ms,
-        row.last_error,
-        row.next_attempt_at,
-        row.lease_until,
-        row.created_at,
-        row.updated_at,
-      ];
+    // 13 parameters a row: 200 rows stay far below SQLite's and PostgreSQL's parameter limits
+    for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+      const chunk = rows.slice(start, start + INSERT_CHUNK);
+      const values: unknown[] = [];
+      const tuples: string[] = [];
+      for (const row of chunk) {
+        const first = values.length;
+        values.push(
+          row.id,
+          row.endpoint_id,
+          row.event_id,
+          row.type,
+          row.status,
+          Number(row.attempts),
+          row.last_status_code,
+          row.last_duration_ms,
+          row.last_error,
+          row.next_attempt_at,
+          row.lease_until,
+          row.created_at,
+          row.updated_at,
+        );
+        tuples.push(`(${COLUMN_COUNT_RANGE.map((i) => this.p(first + i + 1)).join(', ')})`);
+      }
       await manager.query(
-        `INSERT INTO webhook_deliveries (${COLUMNS}) VALUES (${values.map((_, i) => this.p(i + 1)).join(', ')})`,
+        `INSERT INTO webhook_deliveries (${COLUMNS}) VALUES ${tuples.join(', ')}`,
         values,
       );
     }
@@ -85,44 +98,70 @@ export class WebhookDeliveriesRepository {
   }
 
   /**
-   * Claims up to `limit` due pending deliveries for this instance until `leaseUntil`: rows whose
-   * lease ran out (an instance died mid-attempt) are due again. One statement, so two instances never
-   * claim the same row (PostgreSQL skips rows another claim has locked).
+   * Claims up to `limit` due pending deliveries for this instance until `leaseUntil`, oldest first:
+   * none of the endpoints in `skipEndpoints`, at most `perEndpoint` of any other (ranked among the
+   * 4 x `limit` oldest due rows). Rows whose lease ran out (an instance died mid-attempt) are due
+   * again. One statement, so two instances never claim the same row (PostgreSQL skips rows another
+   * claim has locked, and the outer condition is checked again on the row it updates).
    */
-  async claimDue(now: string, leaseUntil: string, limit: number): Promise<WebhookDeliveryRow[]> {
+  async claimDue(
+    now: string,
+    leaseUntil: string,
+    limit: number,
+    share: { skipEndpoints?: readonly string[]; perEndpoint?: number } = {},
+  ): Promise<WebhookDeliveryRow[]> {
+    const skipEndpoints = share.skipEndpoints ?? [];
     const skip = this.db.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
-    const result = await this.db.transaction(({ manager }) =>
-      manager.query(
-        `UPDATE webhook_deliveries SET lease_until = ${this.p(1)}
-          WHERE id IN (SELECT id FROM webhook_deliveries
-                        WHERE status = 'pending' AND next_attempt_at <= ${this.p(2)}
-                          AND (lease_until IS NULL OR lease_until <= ${this.p(3)})
-                        ORDER BY next_attempt_at LIMIT ${this.p(4)}${skip})
-            AND (lease_until IS NULL OR lease_until <= ${this.p(5)})
-         RETURNING ${COLUMNS}`,
-        [leaseUntil, now, now, limit, now],
-      ),
-    );
+    // numbered in the order they appear (SQLite binds its `?` by position)
+    const params: unknown[] = [];
+    const p = (value: unknown) => {
+      params.push(value);
+      return this.p(params.length);
+    };
+    const sql = `UPDATE webhook_deliveries SET lease_until = ${p(leaseUntil)}
+        WHERE id IN (
+          SELECT id FROM (
+            SELECT id, next_attempt_at,
+                   ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS n
+              FROM (SELECT id, endpoint_id, next_attempt_at FROM webhook_deliveries
+                     WHERE status = 'pending' AND next_attempt_at <= ${p(now)}
+                       AND (lease_until IS NULL OR lease_until <= ${p(now)})${
+                         skipEndpoints.length === 0
+                           ? ''
+                           : ` AND endpoint_id NOT IN (${skipEndpoints.map(p).join(', ')})`
+                       }
+                     ORDER BY next_attempt_at LIMIT ${p(limit * 4)}${skip}) candidates
+          ) ranked
+          WHERE n <= ${p(share.perEndpoint ?? limit)} ORDER BY next_attempt_at LIMIT ${p(limit)})
+          AND (lease_until IS NULL OR lease_until <= ${p(now)})
+       RETURNING ${COLUMNS}`;
+    const result: unknown = await this.db.query(sql, params);
     return returnedRows<WebhookDeliveryRow>(result);
   }
 
-  /** Claims one attempt (a queued job): only if still pending at that attempt number and unleased. */
-  async claimAttempt(
-    id: string,
-    attempts: number,
+  /**
+   * Claims queued attempts (BullMQ jobs), many in one statement: each row only if it is still
+   * pending at exactly the attempt number its job was queued for and nobody holds it.
+   */
+  async claimAttempts(
+    jobs: readonly { id: string; attempts: number }[],
     now: string,
     leaseUntil: string,
-  ): Promise<WebhookDeliveryRow | undefined> {
-    const result = await this.db.transaction(({ manager }) =>
-      manager.query(
-        `UPDATE webhook_deliveries SET lease_until = ${this.p(1)}
-          WHERE id = ${this.p(2)} AND status = 'pending' AND attempts = ${this.p(3)}
-            AND (lease_until IS NULL OR lease_until <= ${this.p(4)})
-         RETURNING ${COLUMNS}`,
-        [leaseUntil, id, attempts, now],
-      ),
+  ): Promise<WebhookDeliveryRow[]> {
+    if (jobs.length === 0) {
+      return [];
+    }
+    const pairs = jobs.map(
+      (_, i) => `(id = ${this.p(2 * i + 3)} AND attempts = ${this.p(2 * i + 4)})`,
     );
-    return returnedRows<WebhookDeliveryRow>(result)[0];
+    const result: unknown = await this.db.query(
+      `UPDATE webhook_deliveries SET lease_until = ${this.p(1)}
+        WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= ${this.p(2)})
+          AND (${pairs.join(' OR ')})
+       RETURNING ${COLUMNS}`,
+      [leaseUntil, now, ...jobs.flatMap((j) => [j.id, j.attempts])],
+    );
+    return returnedRows<WebhookDeliveryRow>(result);
   }
 
   /** Pending deliveries due before `dueBefore` that nobody holds (queued jobs lost with a crash). */
@@ -130,9 +169,9 @@ export class WebhookDeliveriesRepository {
     now: string,
     dueBefore: string,
     limit: number,
-  ): Promise<Pick<WebhookDeliveryRow, 'id' | 'attempts'>[]> {
+  ): Promise<Pick<WebhookDeliveryRow, 'id' | 'attempts' | 'endpoint_id'>[]> {
     return this.db.query(
-      `SELECT id, attempts FROM webhook_deliveries
+      `SELECT id, attempts, endpoint_id FROM webhook_deliveries
         WHERE status = 'pending' AND next_attempt_at <= ${this.p(1)}
           AND (lease_until IS NULL OR lease_until <= ${this.p(2)})
         ORDER BY next_attempt_at LIMIT ${this.p(3)}`,
@@ -140,34 +179,40 @@ export class WebhookDeliveriesRepository {
     );
   }
 
-  /** Successful attempts, recorded in one transaction. */
+  /** Successful attempts, recorded in one statement (each row with its own answer). */
   async recordSuccesses(
+    manager: EntityManager,
     entries: readonly { id: string; result: AttemptResult; at: string }[],
   ): Promise<void> {
-    if (entries.length === 0) {
-      return;
+    for (let start = 0; start < entries.length; start += SUCCESS_CHUNK) {
+      const chunk = entries.slice(start, start + SUCCESS_CHUNK);
+      // typed in the first row: PostgreSQL infers the other rows' parameters from it
+      const tuples = chunk.map((_, i) =>
+        i === 0
+          ? `(CAST(${this.p(1)} AS VARCHAR(30)), CAST(${this.p(2)} AS INTEGER), CAST(${this.p(3)} AS INTEGER), CAST(${this.p(4)} AS VARCHAR(24)))`
+          : `(${[1, 2, 3, 4].map((n) => this.p(4 * i + n)).join(', ')})`,
+      );
+      await manager.query(
+        `WITH done (id, code, ms, at) AS (VALUES ${tuples.join(', ')})
+         UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1,
+                last_status_code = done.code, last_duration_ms = done.ms, last_error = NULL,
+                next_attempt_at = NULL, lease_until = NULL, updated_at = done.at
+           FROM done
+          WHERE webhook_deliveries.id = done.id AND webhook_deliveries.status = 'pending'`,
+        chunk.flatMap(({ id, result, at }) => [id, result.statusCode, result.durationMs, at]),
+      );
     }
-    await this.db.transaction(async ({ manager }) => {
-      for (const { id, result, at } of entries) {
-        await manager.query(
-          `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1,
-                  last_status_code = ${this.p(1)}, last_duration_ms = ${this.p(2)}, last_error = NULL,
-                  next_attempt_at = NULL, lease_until = NULL, updated_at = ${this.p(3)}
-            WHERE id = ${this.p(4)} AND status = 'pending'`,
-          [result.statusCode, result.durationMs, at, id],
-        );
-      }
-    });
   }
 
   /** A failed attempt: retried at `nextAttemptAt`, or failed for good when it is null. */
   async recordFailure(
+    manager: EntityManager,
     id: string,
     result: AttemptResult,
     nextAttemptAt: string | null,
     at: string,
   ): Promise<void> {
-    await this.db.query(
+    await manager.query(
       `UPDATE webhook_deliveries SET status = ${this.p(1)}, attempts = attempts + 1,
               last_status_code = ${this.p(2)}, last_duration_ms = ${this.p(3)}, last_error = ${this.p(4)},
               next_attempt_at = ${this.p(5)}, lease_until = NULL, updated_at = ${this.p(6)}

@@ -37,10 +37,28 @@ import { WebhooksService } from './webhooks.service.js';
 /** The BullMQ queue (only with REDIS_URL). */
 export const WEBHOOK_QUEUE = Symbol('WEBHOOK_QUEUE');
 
+/** A claimed attempt with what it needs: its endpoint and event (null when gone). */
+interface ClaimedAttempt {
+  row: WebhookDeliveryRow;
+  endpoint: WebhookEndpointRow | null;
+  event: WebhookEventRow | null;
+}
+
+/** An attempt's outcome waiting to be written. */
+interface RecordedOutcome {
+  row: WebhookDeliveryRow;
+  endpoint: WebhookEndpointRow;
+  result: AttemptResult;
+  outcome: DeliveryOutcome;
+  at: string;
+}
+
 /** What a queued job carries: the delivery and the attempt number it was queued for. */
 export interface DeliveryJob {
   id: string;
   attempts: number;
+  /** The delivery's endpoint (absent from jobs queued before it was added). */
+  endpointId?: string;
 }
 
 /**
@@ -50,8 +68,16 @@ export interface DeliveryJob {
 const LOCAL_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
 const FAN_OUT_BATCH = 100;
-/** Successful attempts are recorded together, one commit per this many milliseconds at most. */
-const SUCCESS_FLUSH_MS = 10;
+/** The least time between two passes of the engine's loop (fan-out, and the local claim). */
+const PASS_GAP_MS = 20;
+/**
+ * Redis mode: a job waits this long for others to be claimed with it (one statement for up to
+ * CLAIM_BATCH jobs, instead of three statements per job).
+ */
+const CLAIM_WAIT_MS = 5;
+const CLAIM_BATCH = 32;
+/** Attempts' outcomes are recorded together, one commit per this many milliseconds at most. */
+const OUTCOME_FLUSH_MS = 25;
 
 /**
  * The delivery engine. Events committed to the outbox are fanned out into one delivery row per
@@ -65,7 +91,20 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private readonly logger = new Logger('Webhooks');
   private readonly allowed: AllowedHosts;
   private readonly sender: WebhookSender;
+  /** HTTP exchanges in flight (the concurrency slots), and per endpoint. */
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlightByEndpoint = new Map<string, number>();
+  /** Outcomes being written after their exchange freed its slot (awaited at shutdown). */
+  private readonly recording = new Set<Promise<void>>();
+  /** Redis mode: jobs waiting for the next batched claim. */
+  private claimQueue: {
+    job: DeliveryJob;
+    resolve: (claimed: ClaimedAttempt | undefined) => void;
+    reject: (err: unknown) => void;
+  }[] = [];
+  private claimTimer: NodeJS.Timeout | undefined;
+  /** Redis mode: jobs running on this instance per endpoint (from claim to the receiver's answer). */
+  private readonly jobsByEndpoint = new Map<string, number>();
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -74,8 +113,10 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
   private lastPurge = 0;
   private lastLoopError = 0;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
-  private successes: { id: string; result: AttemptResult; at: string }[] = [];
-  private successFlush: Promise<void> | undefined;
+  private outcomes: RecordedOutcome[] = [];
+  /** Endpoints this instance marked failing (their next success clears the mark). */
+  private readonly failing = new Set<string>();
+  private outcomeFlush: Promise<void> | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -91,7 +132,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     @Optional() @Inject(WEBHOOK_QUEUE) private readonly queue?: Queue<DeliveryJob>,
   ) {
     this.allowed = new AllowedHosts(config.webhooks.allowedHosts);
-    this.sender = new WebhookSender(config.webhooks.timeoutMs);
+    this.sender = new WebhookSender(config.webhooks.timeoutMs, config.webhooks.concurrency);
   }
 
   onApplicationBootstrap(): void {
@@ -119,6 +160,8 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     await this.loop;
     // attempts in flight finish (each is bounded by the timeout) so their leases are released
     await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.recording]);
+    await this.outcomeFlush;
     this.sender.close();
   }
 
@@ -145,6 +188,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
 
   private async run(): Promise<void> {
     while (this.running) {
+      const passStarted = Date.now();
       let busy = false;
       try {
         busy = (await this.fanOut()) === FAN_OUT_BATCH;
@@ -160,6 +204,12 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
           this.logger.warn({ err }, 'webhook engine pass failed; retrying');
         }
       }
+      // passes are PASS_GAP_MS apart at least: the wake-ups of a busy moment (each commit with an
+      // event, each freed slot) share one fan-out and one claim, so one commit, instead of one each
+      const gap = PASS_GAP_MS - (Date.now() - passStarted);
+      if (gap > 0 && this.running) {
+        await new Promise((resolve) => setTimeout(resolve, gap));
+      }
       if (!busy) {
         await this.sleep(this.queue ? SWEEP_MS / 2 : LOCAL_POLL_MS);
       }
@@ -174,56 +224,58 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
     if (events.length === 0) {
       return 0;
     }
-    const endpoints = await this.endpoints.active();
-    const planned: { eventId: string; rows: WebhookDeliveryRow[] }[] = [];
+    const endpoints = (await this.endpoints.active()).map((endpoint) => ({
+      endpoint,
+      types: new Set(JSON.parse(endpoint.events) as string[]),
+    }));
+    const rows: WebhookDeliveryRow[] = [];
+    const rowsOf = new Map<string, number>();
     const now = new Date().toISOString();
     for (const event of events) {
-      const targets: WebhookEndpointRow[] = [];
-      for (const endpoint of endpoints) {
-        const types = JSON.parse(endpoint.events) as string[];
+      let count = 0;
+      for (const { endpoint, types } of endpoints) {
         if (
           // an endpoint receives the changes made after it was registered
           endpoint.created_at <= event.created_at &&
-          types.includes(event.type) &&
+          types.has(event.type) &&
           (await this.partnerScopes(endpoint, event)) !== null
         ) {
-          targets.push(endpoint);
+          count += 1;
+          rows.push({
+            id: newWebhookId('delivery'),
+            endpoint_id: endpoint.id,
+            event_id: event.id,
+            type: event.type,
+            status: 'pending',
+            attempts: 0,
+            last_status_code: null,
+            last_duration_ms: null,
+            last_error: null,
+            next_attempt_at: now,
+            lease_until: null,
+            created_at: now,
+            updated_at: now,
+          });
         }
       }
-      planned.push({
-        eventId: event.id,
-        rows: targets.map((endpoint) => ({
-          id: newWebhookId('delivery'),
-          endpoint_id: endpoint.id,
-          event_id: event.id,
-          type: event.type,
-          status: 'pending',
-          attempts: 0,
-          last_status_code: null,
-          last_duration_ms: null,
-          last_error: null,
-          next_attempt_at: now,
-          lease_until: null,
-          created_at: now,
-          updated_at: now,
-        })),
-      });
+      rowsOf.set(event.id, count);
     }
     // one transaction (one commit) for the whole batch; each event goes to whoever marks it first
     const scheduled = await this.db.transaction(async ({ manager }) => {
-      const won: ScheduledAttempt[] = [];
-      for (const { eventId, rows } of planned) {
-        if (!(await this.events.markDispatched(manager, eventId, now))) {
-          continue;
-        }
-        if (rows.length === 0) {
-          await this.events.delete(manager, eventId);
-        } else {
-          await this.deliveries.insertMany(manager, rows);
-          won.push(...rows.map((r) => ({ id: r.id, attempts: 0, delayMs: 0 })));
-        }
-      }
-      return won;
+      const won = await this.events.markManyDispatched(
+        manager,
+        events.map((e) => e.id),
+        now,
+      );
+      await this.events.deleteMany(
+        manager,
+        [...won].filter((id) => rowsOf.get(id) === 0),
+      );
+      const mine = rows.filter((r) => won.has(r.event_id));
+      await this.deliveries.insertMany(manager, mine);
+      return mine.map(
+        (r): ScheduledAttempt => ({ id: r.id, attempts: 0, delayMs: 0, endpointId: r.endpoint_id }),
+      );
     });
     this.enqueue(scheduled);
     return events.length;
@@ -276,7 +328,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       .addBulk(
         attempts.map((a) => ({
           name: 'deliver',
-          data: { id: a.id, attempts: a.attempts },
+          data: { id: a.id, attempts: a.attempts, endpointId: a.endpointId },
           opts: {
             // one job per attempt: adding it again (the sweep) while it waits is a no-op
             jobId: `${a.id}-${a.attempts}`,
@@ -304,58 +356,173 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       new Date(now.getTime() - SWEEP_MS).toISOString(),
       500,
     );
-    this.enqueue(rows.map((r) => ({ id: r.id, attempts: Number(r.attempts), delayMs: 0 })));
+    this.enqueue(
+      rows.map((r) => ({
+        id: r.id,
+        attempts: Number(r.attempts),
+        delayMs: 0,
+        endpointId: r.endpoint_id,
+      })),
+    );
   }
 
-  /** A queued job: makes its attempt if the row is still waiting for exactly that attempt. */
+  /**
+   * A queued job: makes its attempt if the row is still waiting for exactly that attempt. The jobs
+   * BullMQ hands this instance at about the same time are claimed together (one statement, and one
+   * for their endpoints and events), and the job ends once the receiver answered: the outcome is
+   * written behind it (a crash before that leaves the row leased, and the sweep queues it again).
+   */
   async runQueuedAttempt(job: DeliveryJob): Promise<void> {
-    const now = Date.now();
-    const row = await this.deliveries.claimAttempt(
-      job.id,
-      job.attempts,
-      new Date(now).toISOString(),
-      new Date(now + this.leaseMs()).toISOString(),
-    );
-    if (row) {
-      await this.attempt(row);
+    const endpointId = job.endpointId;
+    if (endpointId !== undefined) {
+      this.jobsByEndpoint.set(endpointId, (this.jobsByEndpoint.get(endpointId) ?? 0) + 1);
+    }
+    try {
+      await this.claimAndRun(job);
+    } finally {
+      if (endpointId !== undefined) {
+        const left = (this.jobsByEndpoint.get(endpointId) ?? 1) - 1;
+        if (left === 0) {
+          this.jobsByEndpoint.delete(endpointId);
+        } else {
+          this.jobsByEndpoint.set(endpointId, left);
+        }
+      }
     }
   }
 
-  /** No Redis: claims due rows up to the free concurrency; true when it filled every slot. */
-  private async claimLocal(): Promise<boolean> {
-    const free = this.config.webhooks.concurrency - this.inFlight.size;
-    if (free <= 0) {
-      return false;
-    }
-    const now = Date.now();
-    const rows = await this.deliveries.claimDue(
-      new Date(now).toISOString(),
-      new Date(now + this.leaseMs()).toISOString(),
-      free,
+  /**
+   * Redis mode: whether this instance already runs its share of the slots (WEBHOOK_ENDPOINT_CONCURRENCY)
+   * for the job's endpoint; the worker then puts the job back for later instead of holding a slot.
+   */
+  endpointBusy(job: DeliveryJob): boolean {
+    return (
+      job.endpointId !== undefined &&
+      (this.jobsByEndpoint.get(job.endpointId) ?? 0) >= this.config.webhooks.endpointConcurrency
     );
-    // the claimed rows' endpoints and events in two statements, not two per row
+  }
+
+  private async claimAndRun(job: DeliveryJob): Promise<void> {
+    const claimed = await new Promise<ClaimedAttempt | undefined>((resolve, reject) => {
+      this.claimQueue.push({ job, resolve, reject });
+      if (this.claimQueue.length === 1) {
+        this.claimTimer = setTimeout(() => void this.claimQueued(), CLAIM_WAIT_MS);
+      } else if (this.claimQueue.length >= CLAIM_BATCH) {
+        clearTimeout(this.claimTimer);
+        void this.claimQueued();
+      }
+    });
+    if (claimed) {
+      await this.track(claimed);
+    }
+  }
+
+  private async claimQueued(): Promise<void> {
+    const waiting = this.claimQueue;
+    this.claimQueue = [];
+    if (waiting.length === 0) {
+      return;
+    }
+    try {
+      const now = Date.now();
+      const rows = await this.deliveries.claimAttempts(
+        waiting.map((w) => w.job),
+        new Date(now).toISOString(),
+        new Date(now + this.leaseMs()).toISOString(),
+      );
+      const claimed = await this.withEndpointsAndEvents(rows);
+      const byId = new Map(claimed.map((c) => [c.row.id, c]));
+      for (const { job, resolve } of waiting) {
+        const mine = byId.get(job.id);
+        resolve(mine && Number(mine.row.attempts) === job.attempts ? mine : undefined);
+      }
+    } catch (err) {
+      for (const { reject } of waiting) {
+        reject(err);
+      }
+    }
+  }
+
+  /** The claimed rows' endpoints and events in two statements, not two per row. */
+  private async withEndpointsAndEvents(rows: WebhookDeliveryRow[]): Promise<ClaimedAttempt[]> {
+    if (rows.length === 0) {
+      return [];
+    }
     const [endpoints, events] = await Promise.all([
       this.endpoints.findMany([...new Set(rows.map((r) => r.endpoint_id))]),
       this.events.findMany([...new Set(rows.map((r) => r.event_id))]),
     ]);
     const endpointById = new Map(endpoints.map((e) => [e.id, e]));
     const eventById = new Map(events.map((e) => [e.id, e]));
-    for (const row of rows) {
-      const attempt = this.attempt(row, {
-        endpoint: endpointById.get(row.endpoint_id) ?? null,
-        event: eventById.get(row.event_id) ?? null,
-      })
-        .catch((err: unknown) => this.logger.error({ err }, 'webhook attempt failed'))
-        .finally(() => {
-          this.inFlight.delete(attempt);
-          // claim again once half the slots are free: one claim (one commit) for several rows
-          if (this.inFlight.size <= this.config.webhooks.concurrency / 2) {
-            this.wake();
-          }
-        });
-      this.inFlight.add(attempt);
+    return rows.map((row) => ({
+      row,
+      endpoint: endpointById.get(row.endpoint_id) ?? null,
+      event: eventById.get(row.event_id) ?? null,
+    }));
+  }
+
+  /**
+   * No Redis: claims due rows up to the free slots; true when it filled every free slot. An
+   * endpoint with half its share of the slots (WEBHOOK_ENDPOINT_CONCURRENCY) in flight gets none,
+   * the others at most half their share per claim: a slow receiver never holds more than its share.
+   */
+  private async claimLocal(): Promise<boolean> {
+    const { concurrency, endpointConcurrency } = this.config.webhooks;
+    const free = concurrency - this.inFlight.size;
+    if (free <= 0) {
+      return false;
+    }
+    const half = Math.max(1, Math.floor(endpointConcurrency / 2));
+    const busy = [...this.inFlightByEndpoint].filter(([, n]) => n >= half).map(([id]) => id);
+    const now = Date.now();
+    const rows = await this.deliveries.claimDue(
+      new Date(now).toISOString(),
+      new Date(now + this.leaseMs()).toISOString(),
+      free,
+      { skipEndpoints: busy, perEndpoint: endpointConcurrency - half },
+    );
+    for (const claimed of await this.withEndpointsAndEvents(rows)) {
+      void this.track(claimed).catch((err: unknown) =>
+        this.logger.error({ err }, 'webhook attempt failed'),
+      );
     }
     return rows.length === free;
+  }
+
+  /**
+   * Runs an attempt in a slot: the slot is held for the exchange with the receiver only, the outcome
+   * is written behind it. Once half the slots are free the worker claims again (one statement for
+   * several rows).
+   */
+  private track(claimed: ClaimedAttempt): Promise<void> {
+    const endpointId = claimed.row.endpoint_id;
+    this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
+    let recorded: Promise<void> | undefined;
+    const exchange = this.attempt(claimed.row, claimed, (record) => {
+      recorded = record;
+    }).finally(() => {
+      this.inFlight.delete(exchange);
+      const left = (this.inFlightByEndpoint.get(endpointId) ?? 1) - 1;
+      if (left === 0) {
+        this.inFlightByEndpoint.delete(endpointId);
+      } else {
+        this.inFlightByEndpoint.set(endpointId, left);
+      }
+      if (!this.queue && this.inFlight.size <= this.config.webhooks.concurrency / 2) {
+        this.wake();
+      }
+    });
+    this.inFlight.add(exchange);
+    return exchange.then(() => {
+      if (!recorded) {
+        return;
+      }
+      const record = recorded.catch((err: unknown) => {
+        this.logger.error({ err }, 'could not record a webhook attempt; its lease will run out');
+      });
+      this.recording.add(record);
+      void record.finally(() => this.recording.delete(record));
+    });
   }
 
   /** An attempt holds its row this long: the timeout, plus room for the database writes around it. */
@@ -365,9 +532,15 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
 
   // ---- one attempt ------------------------------------------------------------------------
 
+  /**
+   * One attempt of a claimed row. Its outcome is written before this resolves, or, when `defer` is
+   * given, handed to `defer` as a promise so the caller's slot is free as soon as the receiver
+   * answered.
+   */
   async attempt(
     row: WebhookDeliveryRow,
     loaded?: { endpoint: WebhookEndpointRow | null; event: WebhookEventRow | null },
+    defer?: (record: Promise<void>) => void,
   ): Promise<void> {
     const now = () => new Date().toISOString();
     const endpoint = loaded ? loaded.endpoint : await this.endpoints.find(row.endpoint_id);
@@ -447,53 +620,121 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       outcome = 'refused';
     }
     this.metrics.record(outcome, result.durationMs / 1000);
-
-    const at = now();
-    if (outcome === 'succeeded') {
-      await this.recordSuccess(row.id, result, at);
-      if (endpoint.failing_since !== null) {
-        await this.endpoints.clearFailing(endpoint.id);
-      }
-      return;
-    }
-    if (outcome === 'gone') {
-      await this.deliveries.recordFailure(row.id, result, null, at);
-      await this.webhooks.disableEndpoint(endpoint.id, 'the receiver answered 410 Gone');
-      return;
-    }
-    const attempts = Number(row.attempts);
-    const delayS = this.config.webhooks.retryScheduleS[attempts];
-    const delayMs = delayS === undefined ? undefined : delayS * 1000 * (0.9 + Math.random() * 0.2);
-    const next = delayMs === undefined ? null : new Date(Date.now() + delayMs).toISOString();
-    await this.deliveries.recordFailure(row.id, result, next, at);
-    if (delayMs !== undefined) {
-      this.enqueue([{ id: row.id, attempts: attempts + 1, delayMs }]);
-    }
-    const failingSince = await this.endpoints.markFailing(endpoint.id, at);
-    const failingForS = (Date.parse(at) - Date.parse(failingSince)) / 1000;
-    if (failingForS >= this.config.webhooks.disableAfterS) {
-      await this.webhooks.disableEndpoint(
-        endpoint.id,
-        `every delivery failed for ${Math.round(failingForS)} s (last: ${result.error ?? `HTTP ${result.statusCode}`})`,
-      );
+    const record = this.record(row, endpoint, result, outcome);
+    if (defer) {
+      defer(record);
+    } else {
+      await record;
     }
   }
 
   /**
-   * Successes are the common case: they are written together in one transaction (on SQLite each
-   * commit is a disk sync, which a write per delivery would spend thousands of times a second).
+   * Writes an attempt's outcome (the row, its next attempt, the endpoint's failing state). Outcomes
+   * are written together, one transaction per OUTCOME_FLUSH_MS at most: on SQLite each commit is a
+   * disk sync on the event loop, which a write per delivery would spend thousands of times a second.
+   * The retries are queued and the endpoints disabled once the batch committed.
    */
-  private recordSuccess(id: string, result: AttemptResult, at: string): Promise<void> {
-    this.successes.push({ id, result, at });
-    this.successFlush ??= new Promise<void>((resolve) =>
-      setTimeout(resolve, SUCCESS_FLUSH_MS),
-    ).then(async () => {
-      const batch = this.successes;
-      this.successes = [];
-      this.successFlush = undefined;
-      await this.deliveries.recordSuccesses(batch);
+  private record(
+    row: WebhookDeliveryRow,
+    endpoint: WebhookEndpointRow,
+    result: AttemptResult,
+    outcome: DeliveryOutcome,
+  ): Promise<void> {
+    this.outcomes.push({ row, endpoint, result, outcome, at: new Date().toISOString() });
+    this.outcomeFlush ??= new Promise<void>((resolve) =>
+      setTimeout(resolve, OUTCOME_FLUSH_MS),
+    ).then(() => {
+      const batch = this.outcomes;
+      this.outcomes = [];
+      this.outcomeFlush = undefined;
+      return this.writeOutcomes(batch);
     });
-    return this.successFlush;
+    return this.outcomeFlush;
+  }
+
+  private async writeOutcomes(batch: readonly RecordedOutcome[]): Promise<void> {
+    const retries: ScheduledAttempt[] = [];
+    const gone = new Set<string>();
+    /** Per endpoint, in order: its last outcome, and when its current run of failures began. */
+    const state = new Map<string, { failedSince: string | null }>();
+    const successes: { id: string; result: AttemptResult; at: string }[] = [];
+    const failures: { id: string; result: AttemptResult; next: string | null; at: string }[] = [];
+    for (const { row, endpoint, result, outcome, at } of batch) {
+      const s = state.get(endpoint.id) ?? { failedSince: null };
+      state.set(endpoint.id, s);
+      if (outcome === 'succeeded') {
+        successes.push({ id: row.id, result, at });
+        s.failedSince = null;
+        continue;
+      }
+      if (outcome === 'gone') {
+        failures.push({ id: row.id, result, next: null, at });
+        gone.add(endpoint.id);
+        continue;
+      }
+      const attempts = Number(row.attempts);
+      const delayS = this.config.webhooks.retryScheduleS[attempts];
+      const delayMs =
+        delayS === undefined ? undefined : delayS * 1000 * (0.9 + Math.random() * 0.2);
+      failures.push({
+        id: row.id,
+        result,
+        next: delayMs === undefined ? null : new Date(Date.now() + delayMs).toISOString(),
+        at,
+      });
+      if (delayMs !== undefined) {
+        retries.push({ id: row.id, attempts: attempts + 1, delayMs, endpointId: row.endpoint_id });
+      }
+      s.failedSince ??= at;
+    }
+    const failingFor = await this.db.transaction(async ({ manager }) => {
+      await this.deliveries.recordSuccesses(manager, successes);
+      for (const f of failures) {
+        await this.deliveries.recordFailure(manager, f.id, f.result, f.next, f.at);
+      }
+      const failing: { id: string; seconds: number; at: string }[] = [];
+      const recovered: string[] = [];
+      for (const [id, { failedSince }] of state) {
+        if (gone.has(id)) {
+          continue;
+        }
+        if (failedSince === null) {
+          // failing as read at claim time, or marked so by this instance since
+          if (
+            this.failing.has(id) ||
+            batch.some((o) => o.endpoint.id === id && o.endpoint.failing_since !== null)
+          ) {
+            recovered.push(id);
+          }
+        } else {
+          const since = await this.endpoints.markFailing(manager, id, failedSince);
+          const last = batch.findLast((o) => o.endpoint.id === id)?.at ?? failedSince;
+          failing.push({ id, seconds: (Date.parse(last) - Date.parse(since)) / 1000, at: last });
+        }
+      }
+      await this.endpoints.clearFailing(manager, recovered);
+      return { failing, recovered };
+    });
+    for (const { id } of failingFor.failing) {
+      this.failing.add(id);
+    }
+    for (const id of failingFor.recovered) {
+      this.failing.delete(id);
+    }
+    this.enqueue(retries);
+    for (const id of gone) {
+      await this.webhooks.disableEndpoint(id, 'the receiver answered 410 Gone');
+    }
+    for (const { id, seconds } of failingFor.failing) {
+      if (seconds >= this.config.webhooks.disableAfterS) {
+        const last = batch.findLast((o) => o.endpoint.id === id);
+        const why = last?.result.error ?? `HTTP ${last?.result.statusCode}`;
+        await this.webhooks.disableEndpoint(
+          id,
+          `every delivery failed for ${Math.round(seconds)} s (last: ${why})`,
+        );
+      }
+    }
   }
 
   // ---- retention --------------------------------------------------------------------------

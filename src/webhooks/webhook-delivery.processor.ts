@@ -1,7 +1,10 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { WebhookDeliveryEngine, type DeliveryJob } from './webhook-delivery.engine.js';
+
+/** How long a job of an endpoint that has its share of the slots waits before it is tried again. */
+const BUSY_ENDPOINT_DELAY_MS = 500;
 
 /** BullMQ worker of the deliveries queue: each job is one attempt, claimed on its row first. */
 @Injectable()
@@ -39,7 +42,12 @@ export class WebhookDeliveryProcessor extends WorkerHost {
     await this.worker.close(true);
   }
 
-  async process(job: Job<DeliveryJob>): Promise<void> {
+  async process(job: Job<DeliveryJob>, token?: string): Promise<void> {
+    if (token !== undefined && this.engine.endpointBusy(job.data)) {
+      // this endpoint has its share of this instance's slots: the job waits, the slot serves others
+      await job.moveToDelayed(Date.now() + BUSY_ENDPOINT_DELAY_MS, token);
+      throw new DelayedError();
+    }
     const attempt = this.attempt(job.data);
     this.running.add(attempt);
     try {

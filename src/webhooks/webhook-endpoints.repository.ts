@@ -121,23 +121,26 @@ export class WebhookEndpointsRepository {
   }
 
   /** Starts the failure clock unless it runs already; returns when it started. */
-  async markFailing(id: string, at: string): Promise<string> {
-    await this.db.query(
+  async markFailing(manager: EntityManager, id: string, at: string): Promise<string> {
+    await manager.query(
       `UPDATE webhook_endpoints SET failing_since = ${this.p(1)} WHERE id = ${this.p(2)} AND failing_since IS NULL`,
       [at, id],
     );
-    const [row] = await this.db.query<{ failing_since: string | null }>(
+    const [row] = await manager.query<{ failing_since: string | null }[]>(
       `SELECT failing_since FROM webhook_endpoints WHERE id = ${this.p(1)}`,
       [id],
     );
     return row?.failing_since ?? at;
   }
 
-  async clearFailing(id: string): Promise<void> {
-    await this.db.query(
-      `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${this.p(1)} AND failing_since IS NOT NULL`,
-      [id],
-    );
+  async clearFailing(manager: EntityManager, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) {
+      await manager.query(
+        `UPDATE webhook_endpoints SET failing_since = NULL
+          WHERE id IN (${ids.map((_, i) => this.p(i + 1)).join(', ')}) AND failing_since IS NOT NULL`,
+        [...ids],
+      );
+    }
   }
 
   async delete(manager: EntityManager, id: string): Promise<void> {

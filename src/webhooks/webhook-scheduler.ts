@@ -6,6 +6,8 @@ export interface ScheduledAttempt {
   attempts: number;
   /** Milliseconds from now. */
   delayMs: number;
+  /** The delivery's endpoint (its share of the slots is checked before the row is claimed). */
+  endpointId?: string;
 }
 
 /**

@@ -21,10 +21,17 @@ export interface SendResult {
  * exchange bounded by `timeoutMs`. Runs off the request path: nothing the API serves waits on it.
  */
 export class WebhookSender {
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  private readonly httpAgent: HttpAgent;
+  private readonly httpsAgent: HttpsAgent;
 
-  constructor(private readonly timeoutMs: number) {}
+  /** `maxSockets`: connections kept per receiver origin, as many as attempts in flight at most. */
+  constructor(
+    private readonly timeoutMs: number,
+    maxSockets = 64,
+  ) {
+    this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets });
+    this.httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets });
+  }
 
   send(target: ResolvedTarget, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();

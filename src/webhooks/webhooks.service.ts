@@ -300,7 +300,7 @@ export class WebhooksService {
     }
     const row = newDelivery(endpointId, original.event_id, original.type);
     await this.db.transaction(({ manager }) => this.deliveries.insertMany(manager, [row]));
-    this.scheduler.schedule([{ id: row.id, attempts: 0, delayMs: 0 }]);
+    this.scheduler.schedule([{ id: row.id, attempts: 0, delayMs: 0, endpointId }]);
     return toRestDelivery(row);
   }
 
@@ -322,7 +322,7 @@ export class WebhooksService {
       });
       await this.deliveries.insertMany(manager, [row]);
     });
-    this.scheduler.schedule([{ id: row.id, attempts: 0, delayMs: 0 }]);
+    this.scheduler.schedule([{ id: row.id, attempts: 0, delayMs: 0, endpointId }]);
     return toRestDelivery(row);
   }
 }
