@@ -27,7 +27,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { originAllowed } from '../http/cors.js';
 import { ShutdownState } from '../http/shutdown.js';
@@ -54,6 +54,8 @@ import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { sendSharedBytes, sharedPayload } from './shared-event-bytes.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
+import { SubscriptionGroup, type GroupHooks } from './subscription-groups.js';
+import { liveSourceOf } from '../events/live-source.js';
 import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
 import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrade-refusals.js';
 
@@ -112,6 +114,17 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly groupResults = new WeakMap<object, Map<string, Promise<GroupResult>>>();
   /** The serialized form of a shared result without errors: sent as is to every socket of its group. */
   private readonly serialized = new WeakMap<ExecutionResult, string>();
+  /** Subscribers of a live source sharing document, variables and credential (subscription-groups.ts). */
+  private readonly groups = new Map<string, SubscriptionGroup>();
+  private readonly groupHooks: GroupHooks = {
+    charge: (sockets, cost) => this.limits.chargeEvents(sockets, cost),
+    serialize: (result) => this.eventPayload(result),
+    lapsed: credentialsLapsed,
+    sentErrors: (member, result) => {
+      const ctx = member.ref as Context<Record<string, unknown>, SocketState>;
+      this.telemetry.next(ctx.extra, member.id, result);
+    },
+  };
   /** Small ids for documents and SocketCallers in group keys. */
   private readonly keyIds = new WeakMap<object, number>();
   private nextKeyId = 1;
@@ -374,6 +387,26 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           JSON.stringify(args.variableValues ?? {}),
         ].join('\u0000')
       : undefined;
+    const live = liveSourceOf(source);
+    if (live && groupKey !== undefined && socket && op) {
+      // a live source (no replay): the socket joins the group of its document, variables and
+      // credential, which listens once for all of them. The source itself has not started listening
+      // (it does on its first next()), so dropping it loses nothing.
+      void (source as AsyncIterableIterator<unknown>).return?.();
+      const key = `${groupKey}\u0000${live.key}`;
+      let group = this.groups.get(key);
+      if (!group) {
+        const created = new SubscriptionGroup(live, args, cost, this.groupHooks, () => {
+          if (this.groups.get(key) === created) {
+            this.groups.delete(key);
+          }
+        });
+        this.groups.set(key, created);
+        group = created;
+      }
+      const ws = (socket as Context<Record<string, unknown>, Extra>).extra.socket;
+      return group.join(ws, socket, op.id);
+    }
     return mapEvents(source, async (payload) => {
       if (context.refreshCaller) {
         // each event is resolved with the subscriber's current rights; once they have lapsed the
@@ -396,6 +429,22 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       }
       return { result, last: false };
     });
+  }
+
+  /**
+   * The JSON text of an event's `payload` for a group (subscription-groups.ts): its errors formatted
+   * as onNext formats them, and an event over MAX_EVENT_BYTES replaced by the error saying so.
+   */
+  private eventPayload(result: ExecutionResult): string {
+    const text = JSON.stringify(
+      result.errors?.length
+        ? { ...result, errors: result.errors.map((e) => this.format(e)) }
+        : result,
+    );
+    if (Buffer.byteLength(text) > MAX_EVENT_BYTES) {
+      return JSON.stringify({ errors: [this.format(responseTooLarge(MAX_EVENT_BYTES))] });
+    }
+    return text;
   }
 
   /** The event's result for a group: executed (and serialized) by the group's first subscriber. */
