@@ -119,6 +119,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly groupHooks: GroupHooks = {
     charge: (sockets, cost) => this.limits.chargeEvents(sockets, cost),
     serialize: (result) => this.eventPayload(result),
+    sendBufferLimit: this.config.wsSendBufferBytes,
     lapsed: credentialsLapsed,
     sentErrors: (member, result) => {
       const ctx = member.ref as Context<Record<string, unknown>, SocketState>;

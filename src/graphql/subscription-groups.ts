@@ -5,12 +5,11 @@ import type { SocketRef } from '../rate-limit/socket-limits.service.js';
 import type { GqlContext } from './context.js';
 
 /**
- * Bytes waiting in one socket's send buffer past which it is a slow consumer: it is closed with
- * CLOSE_TOO_SLOW instead of buffering more (a client that stopped reading must not grow the server's
- * memory without bound). Resubscribing with the last `cursor` as `after` replays what it missed.
+ * "Try Again Later": the close code of a slow consumer, a socket with more than WS_SEND_BUFFER_BYTES
+ * waiting to be sent (a client that stopped reading must not grow the server's memory without bound).
+ * graphql-ws clients reconnect on it; resubscribing with the last `cursor` as `after` replays what
+ * it missed.
  */
-export const WS_SEND_BUFFER_LIMIT = 4 * 1024 * 1024;
-/** "Try Again Later": graphql-ws clients reconnect on it (the slow consumer's socket). */
 export const CLOSE_TOO_SLOW = 1013;
 
 /** The ws send options of an event frame: text, never compressed, no per-send callback. */
@@ -22,6 +21,8 @@ export interface GroupHooks {
   charge(sockets: readonly SocketRef[], cost: number): Promise<(GraphQLError | undefined)[]>;
   /** The JSON text of the `payload` sent for `result` (errors formatted, size capped). */
   serialize(result: ExecutionResult): string;
+  /** Unsent bytes past which a socket is closed as a slow consumer (WS_SEND_BUFFER_BYTES). */
+  readonly sendBufferLimit: number;
   /** The error that ends a subscription whose credentials have lapsed. */
   lapsed(): GraphQLError;
   /** A result with errors was sent to a member (telemetry). */
@@ -53,6 +54,7 @@ export class GroupMember implements AsyncIterableIterator<ExecutionResult> {
     readonly ref: SocketRef,
     readonly id: string,
     private readonly leave: (member: GroupMember) => void,
+    private readonly sendBufferLimit: number,
   ) {
     this.prefix = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
   }
@@ -66,7 +68,7 @@ export class GroupMember implements AsyncIterableIterator<ExecutionResult> {
     if (ws.readyState !== ws.OPEN) {
       return false;
     }
-    if (ws.bufferedAmount > WS_SEND_BUFFER_LIMIT) {
+    if (ws.bufferedAmount > this.sendBufferLimit) {
       ws.close(CLOSE_TOO_SLOW, 'Too slow: events waiting to be sent past the limit');
       this.end();
       return false;
@@ -178,7 +180,13 @@ export class SubscriptionGroup {
   }
 
   join(socket: WebSocket, ref: SocketRef, id: string): GroupMember {
-    const member = new GroupMember(socket, ref, id, (m) => this.leave(m));
+    const member = new GroupMember(
+      socket,
+      ref,
+      id,
+      (m) => this.leave(m),
+      this.hooks.sendBufferLimit,
+    );
     this.members.add(member);
     return member;
   }
@@ -194,50 +202,77 @@ export class SubscriptionGroup {
     if (this.members.size === 0) {
       return;
     }
-    // those subscribed when the event was published receive it (a later joiner starts after it)
+    // those subscribed when the event was published receive it (a later joiner starts after it).
+    // The rights check, the charges and the execution start now, concurrently with the events
+    // before it (a backlog does not wait for one database or Redis round trip per event); the
+    // outcomes are applied one event after the other, in the source's order.
     const members = [...this.members];
+    const prepared = this.prepare(payload, members);
     this.chain = this.chain
-      .then(() => this.deliver(payload, members))
+      .then(() => prepared)
+      .then((outcome) => this.apply(outcome, members))
       .catch((err: unknown) => members.forEach((m) => m.fail(err)));
   }
 
-  private async deliver(payload: unknown, members: GroupMember[]): Promise<void> {
+  private async prepare(payload: unknown, members: GroupMember[]): Promise<Outcome> {
     const context = this.args.contextValue as GqlContext;
     if (context.refreshCaller) {
-      // the credential's current rights, once per event for the whole group; once lapsed, its
-      // sockets are closed (4403) and nothing more is delivered (current-rights.ts)
+      // the credential's current rights, once per event for the whole group (and shared by the
+      // events that arrive while a check runs); once lapsed, its sockets are closed (4403) and
+      // nothing more is delivered (current-rights.ts)
       const caller = await context.refreshCaller();
       if (!caller) {
-        members.forEach((m) => m.end({ errors: [this.hooks.lapsed()] }));
-        return;
+        return { lapsed: true };
       }
       context.caller = caller;
     }
-    let live = members.filter((m) => !m.done);
-    if (this.cost > 0 && live.length > 0) {
-      const refusals = await this.hooks.charge(
-        live.map((m) => m.ref),
-        this.cost,
-      );
-      live = live.filter((m, i) => {
-        const refused = refusals[i];
-        if (refused) {
-          m.end({ errors: [refused] });
-          return false;
-        }
-        return true;
-      });
-    }
-    if (live.length === 0) {
-      return;
+    const charged = members.filter((m) => !m.done);
+    const refusals =
+      this.cost > 0 && charged.length > 0
+        ? await this.hooks.charge(
+            charged.map((m) => m.ref),
+            this.cost,
+          )
+        : [];
+    const refused = new Map<GroupMember, GraphQLError>();
+    charged.forEach((m, i) => {
+      const refusal = refusals[i];
+      if (refusal) {
+        refused.set(m, refusal);
+      }
+    });
+    if (refused.size === charged.length && charged.length > 0) {
+      return { lapsed: false, refused };
     }
     const result = await execute({ ...this.args, rootValue: payload });
-    const bytes = this.hooks.serialize(result);
-    const withErrors = (result.errors?.length ?? 0) > 0;
-    for (const member of live) {
-      if (member.send(bytes) && withErrors) {
+    return { lapsed: false, refused, result, bytes: this.hooks.serialize(result) };
+  }
+
+  private apply(outcome: Outcome, members: GroupMember[]): void {
+    if (outcome.lapsed) {
+      members.forEach((m) => m.end({ errors: [this.hooks.lapsed()] }));
+      return;
+    }
+    const { refused, result, bytes } = outcome;
+    const withErrors = (result?.errors?.length ?? 0) > 0;
+    for (const member of members) {
+      const refusal = refused?.get(member);
+      if (refusal) {
+        member.end({ errors: [refusal] });
+      } else if (bytes !== undefined && member.send(bytes) && withErrors && result) {
         this.hooks.sentErrors(member, result);
       }
     }
   }
 }
+
+/** What one event comes to for a group, applied in order (SubscriptionGroup.apply). */
+type Outcome =
+  | { lapsed: true }
+  | {
+      lapsed: false;
+      refused?: Map<GroupMember, GraphQLError>;
+      result?: ExecutionResult;
+      /** The payload's JSON text: absent when every member was refused. */
+      bytes?: string;
+    };
