@@ -28,7 +28,7 @@ import {
 } from 'graphql';
 import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { originAllowed } from '../http/cors.js';
 import { ShutdownState } from '../http/shutdown.js';
 import { fairMessages } from './ws-fair-queue.js';
@@ -126,6 +126,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       this.telemetry.next(ctx.extra, member.id, result);
     },
   };
+  /** The TCP stream under each WebSocket (corked while a group writes a batch of events to it). */
+  private readonly transports = new WeakMap<WebSocket, Duplex>();
   /** Small ids for documents and SocketCallers in group keys. */
   private readonly keyIds = new WeakMap<object, number>();
   private nextKeyId = 1;
@@ -406,7 +408,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
         group = created;
       }
       const ws = (socket as Context<Record<string, unknown>, Extra>).extra.socket;
-      return group.join(ws, socket, op.id);
+      return group.join(ws, socket, op.id, this.transports.get(ws));
     }
     return mapEvents(source, async (payload) => {
       if (context.refreshCaller) {
@@ -544,6 +546,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     wss.handleUpgrade(req, socket, head, (ws) => {
       fairMessages(ws); // a burst of messages on one socket must not starve other clients
       sendSharedBytes(ws); // a subscription event's bytes are made once per group
+      this.transports.set(ws, socket);
       wss.emit('connection', ws, req);
     });
   };
