@@ -359,11 +359,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
    * MAX_EVENT_BYTES is replaced by an error. When the budget is used up the subscriber gets one
    * RATE_LIMITED error and the subscription completes.
    *
-   * Subscribers that share the document, the operation, the variables and the rights (one
-   * credential, so one SocketCaller) form a group: an event is executed and serialized once per group
-   * and every socket of it is sent the same bytes (`serialized`, shared-event-bytes.ts). The rights
-   * check and the charge stay per socket (the check is shared by the SocketCaller, the charges are
-   * batched by SocketLimitsService).
+   * Subscribers of a live source (an EventsService topic, no replay: see live-source.ts) that share
+   * the document, the operation, the variables and the rights (one credential, so one SocketCaller)
+   * join a SubscriptionGroup: one listener for all of them, the rights checked, the charges made
+   * and the event executed once per event, the same bytes written to every socket
+   * (subscription-groups.ts). Other streams (`messageAdded(after:)`, which replays first) are mapped
+   * per socket below, sharing one execution per event and group key (`serialized`,
+   * shared-event-bytes.ts), the charges batched by SocketLimitsService.
    */
   private async subscribeCharged(
     args: ExecutionArgs,
