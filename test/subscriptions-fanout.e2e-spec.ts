@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOPICS } from '../src/events/events.service.js';
+import { EventsService, TOPICS } from '../src/events/events.service.js';
 import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { listening, rawSocket, until } from './subscriptions-helpers.js';
@@ -141,6 +141,110 @@ describe('batched event charges', () => {
       expect(outcomes.sort()).toEqual(['data RATE_LIMITED complete', 'data data', 'data data']);
     } finally {
       readers.forEach((s) => s.ws.close());
+    }
+  });
+});
+
+describe('a group of subscribers', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // 64 KiB: a subscriber that stops reading passes it after a few dozen large events
+    t = await startApp({
+      WS_SEND_BUFFER_BYTES: String(64 * 1024),
+      GRAPHQL_COST_BUDGET: '1000000',
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('keeps serving the rest of a group when one operation completes, and two operations of one socket each get theirs', async () => {
+    const author = await createUser(t.url);
+    const reader = await createUser(t.url);
+    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
+    const roomId = room.body.data.id as string;
+    const sockets = await Promise.all([1, 2].map(() => open(t.url, reader.token)));
+    const [a, b] = sockets;
+    try {
+      const subscribe = (s: Raw, id: string) =>
+        s.send({
+          id,
+          type: 'subscribe',
+          payload: { query: SELECTION, variables: { r: roomId } },
+        });
+      subscribe(a, 'one');
+      subscribe(a, 'two');
+      subscribe(b, 'one');
+      await listening(t, TOPICS.messageAdded(roomId), 3);
+      const send = async (content: string) =>
+        expect(
+          (await author.client.post(`/api/v1/rooms/${roomId}/messages`, { content })).status,
+        ).toBe(201);
+
+      await send('first');
+      await until(
+        () => nexts(a, 'one').length + nexts(a, 'two').length + nexts(b, 'one').length === 3,
+      );
+      a.send({ id: 'two', type: 'complete' });
+      await until(() => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 2);
+      await send('second');
+      await until(() => nexts(a, 'one').length === 2 && nexts(b, 'one').length === 2);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(nexts(a, 'two')).toHaveLength(1);
+      const contents = (frames: string[]) =>
+        frames.map(
+          (f) => (JSON.parse(f) as { payload: { data: any } }).payload.data.messageAdded.content,
+        );
+      expect(contents(nexts(a, 'one'))).toEqual(['first', 'second']);
+      expect(contents(nexts(b, 'one'))).toEqual(['first', 'second']);
+      // the socket left: nobody listens for it any more
+      sockets.forEach((s) => s.ws.close());
+      await until(() => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 0);
+    } finally {
+      sockets.forEach((s) => s.ws.close());
+    }
+  });
+
+  it('closes a subscriber that stops reading with 1013 once its unsent events pass WS_SEND_BUFFER_BYTES, and the rest of its group gets every event', async () => {
+    const author = await createUser(t.url);
+    const reader = await createUser(t.url);
+    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
+    const roomId = room.body.data.id as string;
+    const [slow, fine] = await Promise.all([1, 2].map(() => open(t.url, reader.token)));
+    try {
+      const subscribe = (s: Raw, id: string) =>
+        s.send({
+          id,
+          type: 'subscribe',
+          payload: {
+            query: 'subscription($r: ID!) { messageAdded(roomId: $r) { content } }',
+            variables: { r: roomId },
+          },
+        });
+      subscribe(fine, 'sub');
+      // 20 operations: each message is 20 frames of 4 KB for the slow socket
+      for (let i = 0; i < 20; i++) {
+        subscribe(slow, i === 0 ? 'sub' : `sub-${i}`);
+      }
+      await listening(t, TOPICS.messageAdded(roomId), 21);
+      // the slow one's client stops reading: what the kernel does not take waits on the server
+      (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      const content = 'x'.repeat(4000);
+      const count = 200; // 16 MB for the slow socket: past the kernel's buffers and the 64 KiB limit
+      for (let i = 0; i < count; i++) {
+        expect(
+          (await author.client.post(`/api/v1/rooms/${roomId}/messages`, { content })).status,
+        ).toBe(201);
+      }
+      await until(() => nexts(fine, 'sub').length === count, 20_000);
+      (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+      const closed = await slow.closed;
+      expect(closed.code).toBe(1013);
+      expect(nexts(slow, 'sub').length).toBeLessThan(count);
+      await until(() => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 1);
+    } finally {
+      slow.ws.close();
+      fine.ws.close();
     }
   });
 });

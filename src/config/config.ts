@@ -72,6 +72,8 @@ export interface AppConfig {
   wsMaxOperationsPerConnection: number;
   /** How often an idle WebSocket's credentials are checked again (docs/realtime.md). */
   wsRecheckIntervalS: number;
+  /** Unsent bytes past which a subscription socket is a slow consumer, closed with 1013 (docs/realtime.md). */
+  wsSendBufferBytes: number;
   trustedProxies: string[];
   /** Port of the internal listener serving /metrics alone; unset = /metrics on the main port. */
   metricsPort?: number;
@@ -347,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     wsMaxConnectionsPerIdentity: int(env, 'WS_MAX_CONNECTIONS_PER_IDENTITY', 10, 1, 1_000_000),
     wsMaxOperationsPerConnection: int(env, 'WS_MAX_OPERATIONS_PER_CONNECTION', 50, 1, 1_000_000),
     wsRecheckIntervalS: int(env, 'WS_RECHECK_INTERVAL_S', 60, 1, 86_400),
+    wsSendBufferBytes: int(env, 'WS_SEND_BUFFER_BYTES', 4 * 1024 * 1024, 16 * 1024, 1024 ** 3),
     trustedProxies: (env.TRUSTED_PROXIES ?? '')
       .split(',')
       .map((p) => p.trim())

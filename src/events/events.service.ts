@@ -11,6 +11,7 @@ import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
 import type { Redis } from 'ioredis';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { firstConnection } from '../redis/redis.module.js';
+import { LIVE_SOURCE, type LiveSource } from './live-source.js';
 import { RoomSequencer } from './room-sequencer.js';
 
 /** The shared bus between instances: RedisPubSub with REDIS_URL, in-process PubSub without. */
@@ -93,6 +94,8 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     (reason, count) => this.metrics.eventsDropped.inc({ channel: 'message_sent', reason }, count),
   );
   private busSubscriptions: number[] = [];
+  /** Listeners that stand for several subscribers (a shared group): how many (listenerCount). */
+  private readonly weights = new Map<(...args: unknown[]) => void, () => number>();
 
   constructor(
     @Inject(PUB_SUB) readonly pubSub: PubSubEngine,
@@ -161,6 +164,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     this.busSubscriptions = [];
     this.sequencer.close();
     this.emitter.removeAllListeners();
+    this.weights.clear();
   }
 
   // ---- publishing (after commit) -----------------------------------------------------------
@@ -183,11 +187,11 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   // ---- subscribing (this instance's subscribers) -------------------------------------------
 
   newMessages<M extends MessagePayload>(): AsyncIterableIterator<M> {
-    return this.local.asyncIterableIterator<M>(TOPICS.newMessage);
+    return this.live<M>(TOPICS.newMessage);
   }
 
   roomMessages<M extends MessagePayload>(roomId: string): AsyncIterableIterator<M> {
-    return this.local.asyncIterableIterator<M>(TOPICS.messageAdded(roomId));
+    return this.live<M>(TOPICS.messageAdded(roomId));
   }
 
   /**
@@ -202,12 +206,37 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   userUpdates<U extends UserPayload>(userId: string): AsyncIterableIterator<U> {
-    return this.local.asyncIterableIterator<U>(TOPICS.userUpdated(userId));
+    return this.live<U>(TOPICS.userUpdated(userId));
+  }
+
+  /**
+   * A local topic's events from the first `next()` on, as an async iterator that also carries its
+   * LiveSource: the WebSocket server serves subscribers that share a document, variables and
+   * credential from one listener on the topic (see live-source.ts).
+   */
+  private live<T>(topic: string): AsyncIterableIterator<T> {
+    const iterator = this.local.asyncIterableIterator<T>(topic);
+    const source: LiveSource = {
+      key: topic,
+      listen: (listener, weight) => {
+        this.weights.set(listener, weight);
+        this.emitter.on(topic, listener);
+        return () => {
+          this.emitter.off(topic, listener);
+          this.weights.delete(listener);
+        };
+      },
+    };
+    return Object.assign(iterator, { [LIVE_SOURCE]: source });
   }
 
   /** Subscribers of a local topic on this instance (tests wait on it before triggering events). */
   listenerCount(topic: string): number {
-    return this.emitter.listenerCount(topic);
+    let count = 0;
+    for (const listener of this.emitter.listeners(topic)) {
+      count += this.weights.get(listener as (...args: unknown[]) => void)?.() ?? 1;
+    }
+    return count;
   }
 
   // ---- internals ---------------------------------------------------------------------------

@@ -26,8 +26,8 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { originAllowed } from '../http/cors.js';
 import { ShutdownState } from '../http/shutdown.js';
 import { fairMessages } from './ws-fair-queue.js';
@@ -52,6 +52,8 @@ import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { sendSharedBytes, sharedPayload } from './shared-event-bytes.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
+import { SubscriptionGroup, type GroupHooks } from './subscription-groups.js';
+import { liveSourceOf } from '../events/live-source.js';
 import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
 import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrade-refusals.js';
 
@@ -110,6 +112,20 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly groupResults = new WeakMap<object, Map<string, Promise<GroupResult>>>();
   /** The serialized form of a shared result without errors: sent as is to every socket of its group. */
   private readonly serialized = new WeakMap<ExecutionResult, string>();
+  /** Subscribers of a live source sharing document, variables and credential (subscription-groups.ts). */
+  private readonly groups = new Map<string, SubscriptionGroup>();
+  private readonly groupHooks: GroupHooks = {
+    charge: (sockets, cost) => this.limits.chargeEvents(sockets, cost),
+    serialize: (result) => this.eventPayload(result),
+    sendBufferLimit: this.config.wsSendBufferBytes,
+    lapsed: credentialsLapsed,
+    sentErrors: (member, result) => {
+      const ctx = member.ref as Context<Record<string, unknown>, SocketState>;
+      this.telemetry.next(ctx.extra, member.id, result);
+    },
+  };
+  /** The TCP stream under each WebSocket (corked while a group writes a batch of events to it). */
+  private readonly transports = new WeakMap<WebSocket, Duplex>();
   /** Small ids for documents and SocketCallers in group keys. */
   private readonly keyIds = new WeakMap<object, number>();
   private nextKeyId = 1;
@@ -329,11 +345,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
    * MAX_EVENT_BYTES is replaced by an error. When the budget is used up the subscriber gets one
    * RATE_LIMITED error and the subscription completes.
    *
-   * Subscribers that share the document, the operation, the variables and the rights (one
-   * credential, so one SocketCaller) form a group: an event is executed and serialized once per group
-   * and every socket of it is sent the same bytes (`serialized`, shared-event-bytes.ts). The rights
-   * check and the charge stay per socket (the check is shared by the SocketCaller, the charges are
-   * batched by SocketLimitsService).
+   * Subscribers of a live source (an EventsService topic, no replay: see live-source.ts) that share
+   * the document, the operation, the variables and the rights (one credential, so one SocketCaller)
+   * join a SubscriptionGroup: one listener for all of them, the rights checked, the charges made
+   * and the event executed once per event, the same bytes written to every socket
+   * (subscription-groups.ts). Other streams (`messageAdded(after:)`, which replays first) are mapped
+   * per socket below, sharing one execution per event and group key (`serialized`,
+   * shared-event-bytes.ts), the charges batched by SocketLimitsService.
    */
   private async subscribeCharged(
     args: ExecutionArgs,
@@ -360,6 +378,26 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           JSON.stringify(args.variableValues ?? {}),
         ].join('\u0000')
       : undefined;
+    const live = liveSourceOf(source);
+    if (live && groupKey !== undefined && socket && op) {
+      // a live source (no replay): the socket joins the group of its document, variables and
+      // credential, which listens once for all of them. The source itself has not started listening
+      // (it does on its first next()), so dropping it loses nothing.
+      void (source as AsyncIterableIterator<unknown>).return?.();
+      const key = `${groupKey}\u0000${live.key}`;
+      let group = this.groups.get(key);
+      if (!group) {
+        const created = new SubscriptionGroup(live, args, cost, this.groupHooks, () => {
+          if (this.groups.get(key) === created) {
+            this.groups.delete(key);
+          }
+        });
+        this.groups.set(key, created);
+        group = created;
+      }
+      const ws = (socket as Context<Record<string, unknown>, Extra>).extra.socket;
+      return group.join(ws, socket, op.id, this.transports.get(ws));
+    }
     return mapEvents(source, async (payload) => {
       if (context.refreshCaller) {
         // each event is resolved with the subscriber's current rights; once they have lapsed the
@@ -382,6 +420,22 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       }
       return { result, last: false };
     });
+  }
+
+  /**
+   * The JSON text of an event's `payload` for a group (subscription-groups.ts): its errors formatted
+   * as onNext formats them, and an event over MAX_EVENT_BYTES replaced by the error saying so.
+   */
+  private eventPayload(result: ExecutionResult): string {
+    const text = JSON.stringify(
+      result.errors?.length
+        ? { ...result, errors: result.errors.map((e) => this.format(e)) }
+        : result,
+    );
+    if (Buffer.byteLength(text) > MAX_EVENT_BYTES) {
+      return JSON.stringify({ errors: [this.format(responseTooLarge(MAX_EVENT_BYTES))] });
+    }
+    return text;
   }
 
   /** The event's result for a group: executed (and serialized) by the group's first subscriber. */
@@ -480,6 +534,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     wss.handleUpgrade(req, socket, head, (ws) => {
       fairMessages(ws); // a burst of messages on one socket must not starve other clients
       sendSharedBytes(ws); // a subscription event's bytes are made once per group
+      this.transports.set(ws, socket);
       wss.emit('connection', ws, req);
     });
   };

@@ -197,6 +197,51 @@ export class SocketLimitsService {
     });
   }
 
+  /**
+   * One subscription event delivered to `sockets` (a group sharing one execution): `cost` points per
+   * socket, charged as `chargeEvent` charges them (one counter hit per identity for the sum; when it
+   * does not fit, one by one in order), but at once rather than in the next turn. The refusal of each
+   * socket, by index (undefined: charged); an empty array when nothing is charged.
+   */
+  async chargeEvents(
+    sockets: readonly SocketRef[],
+    cost: number,
+  ): Promise<(GraphQLError | undefined)[]> {
+    if (!this.config.rateLimitEnabled || cost <= 0 || sockets.length === 0) {
+      return [];
+    }
+    const refusals = new Array<GraphQLError | undefined>(sockets.length);
+    const byIdentity = new Map<string, number[]>();
+    sockets.forEach((socket, i) => {
+      const identity = this.identities.get(socket) ?? 'ip:unknown';
+      const indices = byIdentity.get(identity);
+      if (indices) {
+        indices.push(i);
+      } else {
+        byIdentity.set(identity, [i]);
+      }
+    });
+    await Promise.all(
+      [...byIdentity].map(
+        ([identity, indices]) =>
+          new Promise<void>((done) => {
+            let left = indices.length;
+            const batch = indices.map((i) => ({
+              cost,
+              resolve: (refusal: GraphQLError | undefined) => {
+                refusals[i] = refusal;
+                if (--left === 0) {
+                  done();
+                }
+              },
+            }));
+            void this.chargeBatch(identity, batch);
+          }),
+      ),
+    );
+    return refusals;
+  }
+
   private readonly eventCharges = new Map<string, PendingCharge[]>();
   private flushScheduled = false;
 
