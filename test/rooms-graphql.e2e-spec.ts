@@ -182,8 +182,12 @@ describe('rooms and messages over GraphQL', () => {
       expect(res.data.rooms.nodes).toHaveLength(first);
       return statements;
     };
+    // the fewest of three runs each: work of the app's own in the background (the webhook engine
+    // fanning out the events of the messages just sent) may add statements to a run, never remove any
+    const fewest = async (first: number) =>
+      Math.min(await count(first), await count(first), await count(first));
     try {
-      expect(await count(6)).toBe(await count(2));
+      expect(await fewest(6)).toBe(await fewest(2));
     } finally {
       db.query = original;
     }
