@@ -22,7 +22,13 @@ import { MessageModel, RoomModel } from './message.model.js';
 import { decodeMessageCursor } from './message-cursor.js';
 import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
-import { MAX_REPLAY, resumableRoomStream } from './resumable-room-stream.js';
+import {
+  FELL_BEHIND,
+  MAX_REPLAY,
+  resumableRoomStream,
+  resyncRequired,
+  type RoomStreamItem,
+} from './resumable-room-stream.js';
 import { roomLoader } from './rooms.loaders.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
@@ -74,7 +80,13 @@ export class MessagesResolver {
   @Subscription(() => MessageModel, {
     description:
       'Every message sent in any room, in commit order per room, from the time of subscribing.',
-    resolve: (message: MessageEvent) => message,
+    // a resumed subscriber that falls more than MAX_REPLAY messages behind gets RESYNC_REQUIRED last
+    resolve: (item: RoomStreamItem) => {
+      if (item === FELL_BEHIND) {
+        throw resyncRequired();
+      }
+      return item;
+    },
   })
   @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   newMessage(@Context() ctx: GqlContext): AsyncIterableIterator<MessageEvent> {
@@ -96,7 +108,7 @@ export class MessagesResolver {
       description: 'The cursor of the last message received: resume after it.',
     })
     after?: string | null,
-  ): Promise<AsyncIterableIterator<MessageEvent>> {
+  ): Promise<AsyncIterableIterator<RoomStreamItem>> {
     const room = await this.rooms.get(ctx.caller, roomId);
     if (after === undefined || after === null) {
       return this.events.roomMessages(roomId);

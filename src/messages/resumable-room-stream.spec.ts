@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Message, MessageEvent } from './message.js';
-import { MAX_REPLAY, resumableRoomStream } from './resumable-room-stream.js';
+import {
+  FELL_BEHIND,
+  MAX_REPLAY,
+  resumableRoomStream,
+  type RoomStreamItem,
+} from './resumable-room-stream.js';
 
 const msg = (seq: number): Message => ({
   id: `m${seq}`,
@@ -40,11 +45,11 @@ function room(stored: number) {
   };
 }
 
-async function take(it: AsyncIterator<MessageEvent>, n: number): Promise<number[]> {
+async function take(it: AsyncIterator<RoomStreamItem>, n: number): Promise<number[]> {
   const seqs: number[] = [];
   for (let i = 0; i < n; i++) {
     const r = await it.next();
-    seqs.push(r.done ? -1 : r.value.seq);
+    seqs.push(r.done ? -1 : r.value === FELL_BEHIND ? 0 : r.value.seq);
   }
   return seqs;
 }
@@ -91,6 +96,33 @@ describe('resumableRoomStream', () => {
   it('refuses a position the room has not reached (BAD_USER_INPUT) and detaches', async () => {
     const r = room(3);
     await expect(resumableRoomStream(r.sources, 9)).rejects.toMatchObject({ code: 'bad_request' });
+    expect(r.listeners.size).toBe(0);
+  });
+
+  it('ends with FELL_BEHIND, and lets the room go, once its reader is more than MAX_REPLAY messages behind', async () => {
+    const r = room(1);
+    const stream = await resumableRoomStream(r.sources, 1);
+    for (let seq = 2; seq <= MAX_REPLAY + 1; seq++) {
+      r.live(seq); // nobody reads: MAX_REPLAY messages wait
+    }
+    expect(r.listeners.size).toBe(1);
+    r.live(MAX_REPLAY + 2); // one more than a resume could replay
+    expect(r.listeners.size).toBe(0);
+    r.live(MAX_REPLAY + 3);
+    expect(await take(stream, 2)).toEqual([0, -1]); // FELL_BEHIND, then done
+  });
+
+  it('keeps a reader that keeps up, however many messages pass', async () => {
+    const r = room(1);
+    const stream = await resumableRoomStream(r.sources, 1);
+    for (let seq = 2; seq <= 3 * MAX_REPLAY; seq += 100) {
+      for (let k = 0; k < 100; k++) {
+        r.live(seq + k);
+      }
+      expect((await take(stream, 100))[99]).toBe(seq + 99);
+    }
+    expect(r.listeners.size).toBe(1);
+    await stream.return?.();
     expect(r.listeners.size).toBe(0);
   });
 });

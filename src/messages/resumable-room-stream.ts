@@ -12,6 +12,14 @@ export function resyncRequired(): GraphQLError {
   );
 }
 
+/**
+ * Yielded once, last, by a stream whose reader fell more than MAX_REPLAY messages behind the room
+ * (it stopped reading, or reads slower than the room is written): what a resume would meet, so the
+ * subscription ends with RESYNC_REQUIRED instead of holding an ever longer queue.
+ */
+export const FELL_BEHIND: unique symbol = Symbol('fell behind');
+export type RoomStreamItem = MessageEvent | typeof FELL_BEHIND;
+
 export interface RoomStreamSources {
   /** Attaches a listener to this instance's live messages of the room; returns its detach. */
   listen: (listener: (message: MessageEvent) => void) => () => void;
@@ -38,11 +46,11 @@ export interface RoomStreamSources {
 export async function resumableRoomStream(
   sources: RoomStreamSources,
   afterSeq: number,
-): Promise<AsyncIterableIterator<MessageEvent>> {
-  const queue: MessageEvent[] = [];
+): Promise<AsyncIterableIterator<RoomStreamItem>> {
+  const queue: RoomStreamItem[] = [];
   let held: MessageEvent[] | undefined = [];
   let last = afterSeq;
-  let waiting: ((result: IteratorResult<MessageEvent, undefined>) => void) | undefined;
+  let waiting: ((result: IteratorResult<RoomStreamItem, undefined>) => void) | undefined;
   let done = false;
 
   const pass = (message: MessageEvent) => {
@@ -56,6 +64,13 @@ export async function resumableRoomStream(
       resolve({ value: message, done: false });
     } else {
       queue.push(message);
+      if (queue.length > MAX_REPLAY) {
+        // the reader is further behind than a resume could replay: end with RESYNC_REQUIRED
+        done = true;
+        detach();
+        queue.length = 0;
+        queue.push(FELL_BEHIND);
+      }
     }
   };
   const detach = sources.listen((message) => {
@@ -93,7 +108,7 @@ export async function resumableRoomStream(
     pass(message);
   }
 
-  const finish = (): IteratorResult<MessageEvent, undefined> => {
+  const finish = (): IteratorResult<RoomStreamItem, undefined> => {
     if (!done) {
       done = true;
       detach();
@@ -104,10 +119,10 @@ export async function resumableRoomStream(
     }
     return { value: undefined, done: true };
   };
-  const iterator: AsyncIterableIterator<MessageEvent> = {
+  const iterator: AsyncIterableIterator<RoomStreamItem> = {
     next() {
       const message = queue.shift();
-      if (message) {
+      if (message !== undefined) {
         return Promise.resolve({ value: message, done: false });
       }
       if (done) {
