@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { gql } from './graphql-client.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
 import { adminClient, tokenFor } from './helpers/factories.js';
@@ -286,6 +286,10 @@ describe(`list query plans at ${ROWS} rows`, () => {
         range: 'created_at>?',
       },
     ];
+    // its statements are not the list statements the first test checks (a total filter's page sorts
+    // its ~0.5 % of the orders by design): taken out of `captured`, whichever test runs first
+    const capturedFrom = captured.length;
+    onTestFinished(() => void captured.splice(capturedFrom));
     for (const { query, index, range } of filters) {
       const from = selects.length;
       const res = await admin.get(`/api/v1/orders?${query}&limit=20`);
