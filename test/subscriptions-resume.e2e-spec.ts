@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOPICS } from '../src/events/events.service.js';
+import { EventsService, TOPICS } from '../src/events/events.service.js';
 import { startApp, startPair, usingRedis, type TestApp } from './helpers/app.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { client } from './helpers/http.js';
@@ -7,6 +7,7 @@ import {
   connect,
   gql,
   listening,
+  rawSocket,
   subscribe,
   until,
   type Socket,
@@ -264,4 +265,70 @@ describe('resuming on another instance', () => {
       await onB.dispose();
     }
   });
+});
+
+describe('a resumed subscriber that falls behind', () => {
+  let t: TestApp;
+  let author: CreatedUser;
+  let reader: CreatedUser;
+
+  beforeAll(async () => {
+    t = await startApp();
+    [author, reader] = await Promise.all([createUser(t.url), createUser(t.url)]);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('is ended with RESYNC_REQUIRED once more than 1,000 messages wait for it; its socket stays usable', async () => {
+    const roomId = await newRoom(author);
+    const { cursor } = await sendForCursor(t.url, author, roomId, 'start');
+    const raw = await rawSocket(t.url);
+    try {
+      raw.send({ type: 'connection_init', payload: { Authorization: `Bearer ${reader.token}` } });
+      await until(() => raw.messages.some((m) => m.type === 'connection_ack'), 5_000);
+      raw.send({
+        id: 'behind',
+        type: 'subscribe',
+        payload: { query: RESUME, variables: { roomId, after: cursor } },
+      });
+      await listening(t, TOPICS.messageAdded(roomId));
+      // the reader stops reading: the kernel's buffers fill, then the server holds the rest
+      const socket = (raw.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+      socket.pause();
+      const content = 'x'.repeat(4_000);
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (sent < 2_600) {
+            sent += 1;
+            await post(t.url, author, roomId, content);
+          }
+        }),
+      );
+      socket.resume();
+      await until(
+        () => raw.messages.some((m) => m.id === 'behind' && m.type === 'complete'),
+        30_000,
+        () => `${raw.messages.length} frames`,
+      );
+      const frames = raw.messages.filter((m) => m.id === 'behind');
+      const last = frames.at(-2);
+      expect(last.type).toBe('next');
+      expect(
+        last.payload.errors.map((e: { extensions: { code: string } }) => e.extensions.code),
+      ).toEqual(['RESYNC_REQUIRED']);
+      // fewer messages than were sent reached it: the rest was not queued for it
+      expect(frames.length - 2).toBeLessThan(2_600);
+      // the room lets go of it, and the socket runs the next operation
+      await until(
+        () => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 0,
+        5_000,
+      );
+      raw.send({ id: 'me', type: 'subscribe', payload: { query: '{ me { id } }' } });
+      await until(() => raw.messages.some((m) => m.id === 'me' && m.type === 'next'), 5_000);
+    } finally {
+      raw.ws.close();
+    }
+  }, 120_000);
 });

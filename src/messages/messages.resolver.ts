@@ -80,13 +80,7 @@ export class MessagesResolver {
   @Subscription(() => MessageModel, {
     description:
       'Every message sent in any room, in commit order per room, from the time of subscribing.',
-    // a resumed subscriber that falls more than MAX_REPLAY messages behind gets RESYNC_REQUIRED last
-    resolve: (item: RoomStreamItem) => {
-      if (item === FELL_BEHIND) {
-        throw resyncRequired();
-      }
-      return item;
-    },
+    resolve: (message: MessageEvent) => message,
   })
   @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   newMessage(@Context() ctx: GqlContext): AsyncIterableIterator<MessageEvent> {
@@ -96,7 +90,13 @@ export class MessagesResolver {
 
   @Subscription(() => MessageModel, {
     description: `Messages sent in one room, in commit order. NOT_FOUND for an unknown room. With \`after\` (a \`Message.cursor\` of this room), first every message committed after that one, then the live ones, with no gap and no duplicate; more than ${MAX_REPLAY} missed -> RESYNC_REQUIRED; a malformed cursor or one of another room -> BAD_USER_INPUT.`,
-    resolve: (message: MessageEvent) => message,
+    // a resumed subscriber that falls more than MAX_REPLAY messages behind gets RESYNC_REQUIRED last
+    resolve: (item: RoomStreamItem) => {
+      if (item === FELL_BEHIND) {
+        throw resyncRequired();
+      }
+      return item;
+    },
   })
   @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   async messageAdded(
