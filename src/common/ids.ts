@@ -11,6 +11,9 @@ export const ID_PREFIXES = {
   apiKey: 'key',
   refreshToken: 'rft',
   auditEvent: 'aud',
+  webhookEndpoint: 'whk',
+  webhookEvent: 'evt',
+  webhookDelivery: 'dlv',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { TxContext } from '../database/database.service.js';
 import { WebhookEventsRepository } from './webhook-events.repository.js';
-import { newWebhookId, type WebhookEventType } from './webhook-types.js';
+import { newId } from '../common/ids.js';
+import type { WebhookEventType } from './webhook-types.js';
 
 /**
  * Where a change records its webhook event: in the change's own transaction, so an event exists
@@ -25,7 +26,7 @@ export class WebhookOutbox {
     userId: string | null,
   ): Promise<void> {
     await this.events.insert(tx.manager, {
-      id: newWebhookId('event'),
+      id: newId('webhookEvent'),
       type,
       user_id: userId,
       payload: JSON.stringify(object),

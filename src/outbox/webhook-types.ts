@@ -1,5 +1,3 @@
-import { monotonicFactory } from 'ulid';
-
 /** The event types an endpoint can subscribe to (`ping` is sent on request, whatever `events` says). */
 export const WEBHOOK_EVENT_TYPES = [
   'user.created',
@@ -32,29 +30,6 @@ export function scopeForEventType(type: AnyWebhookEventType): string | undefined
     default:
       return undefined;
   }
-}
-
-const PREFIXES = { endpoint: 'whk', event: 'evt', delivery: 'dlv' } as const;
-type WebhookIdKind = keyof typeof PREFIXES;
-const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
-
-/**
- * Monotonic within a millisecond (as src/common/ids.ts): one random draw per millisecond instead of
- * sixteen per id, which a fan-out of thousands of delivery rows a second would otherwise spend.
- */
-const nextUlid = monotonicFactory();
-
-export function newWebhookId(kind: WebhookIdKind): string {
-  return `${PREFIXES[kind]}_${nextUlid()}`;
-}
-
-export function isWebhookId(kind: WebhookIdKind, id: unknown): id is string {
-  return (
-    typeof id === 'string' &&
-    id.length === 30 &&
-    id.startsWith(`${PREFIXES[kind]}_`) &&
-    ULID.test(id.slice(4))
-  );
 }
 
 /** TypeORM answers an UPDATE/DELETE on PostgreSQL with `[rows, count]`: the RETURNING rows on both dialects. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { newId } from '../common/ids.js';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage, type ListPage } from '../database/list-page.js';
@@ -23,6 +24,30 @@ export interface WebhookDeliveryRow {
   lease_until: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A new delivery row: pending, due at once, no attempt made yet. */
+export function pendingDelivery(
+  endpointId: string,
+  eventId: string,
+  type: AnyWebhookEventType,
+  now: string,
+): WebhookDeliveryRow {
+  return {
+    id: newId('webhookDelivery'),
+    endpoint_id: endpointId,
+    event_id: eventId,
+    type,
+    status: 'pending',
+    attempts: 0,
+    last_status_code: null,
+    last_duration_ms: null,
+    last_error: null,
+    next_attempt_at: now,
+    lease_until: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 const COLUMNS =

@@ -13,6 +13,7 @@ import { missingScopes } from '../identity/scopes.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
 import {
+  pendingDelivery,
   WebhookDeliveriesRepository,
   type AttemptResult,
   type WebhookDeliveryRow,
@@ -30,7 +31,7 @@ import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { WebhookScheduler, type ScheduledAttempt } from './webhook-scheduler.js';
 import { WebhookSender } from './webhook-sender.js';
 import { signatureHeaders } from './webhook-signer.js';
-import { newWebhookId, scopeForEventType } from '../outbox/webhook-types.js';
+import { scopeForEventType } from '../outbox/webhook-types.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { WebhooksService } from './webhooks.service.js';
 
@@ -241,21 +242,7 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
           (await this.partnerScopes(endpoint, event)) !== null
         ) {
           count += 1;
-          rows.push({
-            id: newWebhookId('delivery'),
-            endpoint_id: endpoint.id,
-            event_id: event.id,
-            type: event.type,
-            status: 'pending',
-            attempts: 0,
-            last_status_code: null,
-            last_duration_ms: null,
-            last_error: null,
-            next_attempt_at: now,
-            lease_until: null,
-            created_at: now,
-            updated_at: now,
-          });
+          rows.push(pendingDelivery(endpoint.id, event.id, event.type, now));
         }
       }
       rowsOf.set(event.id, count);

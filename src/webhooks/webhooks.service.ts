@@ -14,10 +14,7 @@ import type {
   WebhookEndpointResponse,
   WebhookEndpointWithSecretResponse,
 } from './dto/webhook.responses.js';
-import {
-  WebhookDeliveriesRepository,
-  type WebhookDeliveryRow,
-} from './webhook-deliveries.repository.js';
+import { pendingDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import {
   WebhookEndpointsRepository,
   type EndpointChanges,
@@ -26,7 +23,7 @@ import {
 import { WebhookEventsRepository } from '../outbox/webhook-events.repository.js';
 import { WebhookScheduler } from './webhook-scheduler.js';
 import { newWebhookSecret } from './webhook-signer.js';
-import { isWebhookId, newWebhookId } from '../outbox/webhook-types.js';
+import { isId, newId } from '../common/ids.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { toRestDelivery, toRestEndpoint } from './webhooks.mapper.js';
 import { AuditService } from '../audit/audit.service.js';
@@ -86,7 +83,7 @@ export class WebhooksService {
   }
 
   private async requireEndpoint(id: string): Promise<WebhookEndpointRow> {
-    const row = isWebhookId('endpoint', id) ? await this.endpoints.find(id) : undefined;
+    const row = isId('webhookEndpoint', id) ? await this.endpoints.find(id) : undefined;
     if (!row) {
       throw NotFound('Webhook endpoint');
     }
@@ -108,7 +105,7 @@ export class WebhooksService {
     }
     const now = new Date().toISOString();
     const row: WebhookEndpointRow = {
-      id: newWebhookId('endpoint'),
+      id: newId('webhookEndpoint'),
       url: input.url,
       description: input.description ?? null,
       events: JSON.stringify([...new Set(input.events)]),
@@ -159,7 +156,7 @@ export class WebhooksService {
       await this.checkUrl(input.url);
     }
     return this.db.transaction(async ({ manager }) => {
-      const row = isWebhookId('endpoint', id)
+      const row = isId('webhookEndpoint', id)
         ? await this.endpoints.findLocked(manager, id)
         : undefined;
       if (!row) {
@@ -195,7 +192,7 @@ export class WebhooksService {
   async deleteEndpoint(caller: Caller, id: string): Promise<void> {
     this.assertAdmin(caller);
     await this.db.transaction(async ({ manager }) => {
-      const row = isWebhookId('endpoint', id)
+      const row = isId('webhookEndpoint', id)
         ? await this.endpoints.findLocked(manager, id)
         : undefined;
       if (!row) {
@@ -245,7 +242,7 @@ export class WebhooksService {
   async rotateSecret(caller: Caller, id: string): Promise<WebhookEndpointWithSecretResponse> {
     this.assertAdmin(caller);
     return this.db.transaction(async ({ manager }) => {
-      const row = isWebhookId('endpoint', id)
+      const row = isId('webhookEndpoint', id)
         ? await this.endpoints.findLocked(manager, id)
         : undefined;
       if (!row) {
@@ -292,13 +289,18 @@ export class WebhooksService {
   ): Promise<WebhookDeliveryResponse> {
     this.assertAdmin(caller);
     await this.requireEndpoint(endpointId);
-    const original = isWebhookId('delivery', deliveryId)
+    const original = isId('webhookDelivery', deliveryId)
       ? await this.deliveries.find(endpointId, deliveryId)
       : undefined;
     if (!original || !(await this.events.find(original.event_id))) {
       throw NotFound('Webhook delivery');
     }
-    const row = newDelivery(endpointId, original.event_id, original.type);
+    const row = pendingDelivery(
+      endpointId,
+      original.event_id,
+      original.type,
+      new Date().toISOString(),
+    );
     await this.db.transaction(({ manager }) => this.deliveries.insertMany(manager, [row]));
     this.scheduler.schedule([{ id: row.id, attempts: 0, delayMs: 0, endpointId }]);
     return toRestDelivery(row);
@@ -309,8 +311,8 @@ export class WebhooksService {
     this.assertAdmin(caller);
     const endpoint = await this.requireEndpoint(endpointId);
     const now = new Date().toISOString();
-    const eventId = newWebhookId('event');
-    const row = newDelivery(endpointId, eventId, 'ping');
+    const eventId = newId('webhookEvent');
+    const row = pendingDelivery(endpointId, eventId, 'ping', new Date().toISOString());
     await this.db.transaction(async ({ manager }) => {
       await this.events.insert(manager, {
         id: eventId,
@@ -325,26 +327,6 @@ export class WebhooksService {
     this.scheduler.schedule([{ id: row.id, attempts: 0, delayMs: 0, endpointId }]);
     return toRestDelivery(row);
   }
-}
-
-function newDelivery(endpointId: string, eventId: string, type: WebhookDeliveryRow['type']) {
-  const now = new Date().toISOString();
-  const row: WebhookDeliveryRow = {
-    id: newWebhookId('delivery'),
-    endpoint_id: endpointId,
-    event_id: eventId,
-    type,
-    status: 'pending',
-    attempts: 0,
-    last_status_code: null,
-    last_duration_ms: null,
-    last_error: null,
-    next_attempt_at: now,
-    lease_until: null,
-    created_at: now,
-    updated_at: now,
-  };
-  return row;
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
