@@ -1,5 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService, type TxContext } from './database.service.js';
+import { addCreated, addTotal, ORDER_RANGE_RECOUNT_SQL } from './order-range-keys.js';
+
+/** Counter rows per upsert statement when a transaction's deltas are written. */
+const FLUSH_CHUNK = 400;
 
 /**
  * Row counts behind `meta.total` and `totalCount`, one row per list and filter (`list_counts`), so a
@@ -62,7 +66,8 @@ export class CountersRepository {
 
   /**
    * A user is being soft-deleted in `tx`: its orders leave the list across users (they disappear
-   * with their user), so the global order counters lose the user's per-user counts.
+   * with their user), so the global order counters lose the user's per-user counts, and the range
+   * counters (order-range-keys.ts) the user's orders, grouped by minute and by total.
    */
   async forgetOrdersOfUser(tx: TxContext, userId: string): Promise<void> {
     const prefix = CountKeys.ordersOfUser(userId);
@@ -77,6 +82,30 @@ export class CountersRepository {
         deltas[CountKeys.orders()] = -n;
       } else {
         deltas[CountKeys.ordersByStatus(row.scope.slice(prefix.length + ':status:'.length))] = -n;
+      }
+    }
+    const byMinute = await tx.manager.query<
+      { status: string; minute: string; n: number | string }[]
+    >(
+      `SELECT status, substr(created_at, 1, 16) AS minute, COUNT(*) AS n FROM orders
+        WHERE user_id = ${this.db.p(1)} GROUP BY status, substr(created_at, 1, 16)`,
+      [userId],
+    );
+    for (const row of byMinute) {
+      for (const status of [undefined, row.status]) {
+        addCreated(deltas, status, row.minute, -Number(row.n));
+      }
+    }
+    const byTotal = await tx.manager.query<
+      { status: string; total_cents: number | string; n: number | string }[]
+    >(
+      `SELECT status, total_cents, COUNT(*) AS n FROM orders
+        WHERE user_id = ${this.db.p(1)} GROUP BY status, total_cents`,
+      [userId],
+    );
+    for (const row of byTotal) {
+      for (const status of [undefined, row.status]) {
+        addTotal(deltas, status, Number(row.total_cents), -Number(row.n));
       }
     }
     this.add(tx, deltas);
@@ -136,16 +165,19 @@ export class CountersRepository {
     if (entries.length === 0) {
       return;
     }
-    const params: unknown[] = [];
-    const values = entries.map(([key, delta]) => {
-      params.push(key, delta);
-      return `(${this.db.p(params.length - 1)}, ${this.db.p(params.length)})`;
-    });
-    await tx.manager.query(
-      `INSERT INTO list_counts (scope, n) VALUES ${values.join(', ')}
-       ON CONFLICT (scope) DO UPDATE SET n = list_counts.n + excluded.n`,
-      params,
-    );
+    // in key order across statements too: a user's deletion can move thousands of range counters
+    for (let start = 0; start < entries.length; start += FLUSH_CHUNK) {
+      const params: unknown[] = [];
+      const values = entries.slice(start, start + FLUSH_CHUNK).map(([key, delta]) => {
+        params.push(key, delta);
+        return `(${this.db.p(params.length - 1)}, ${this.db.p(params.length)})`;
+      });
+      await tx.manager.query(
+        `INSERT INTO list_counts (scope, n) VALUES ${values.join(', ')}
+         ON CONFLICT (scope) DO UPDATE SET n = list_counts.n + excluded.n`,
+        params,
+      );
+    }
   }
 }
 
@@ -189,6 +221,7 @@ export const RECOUNT_SQL: readonly string[] = [
   `SELECT 'orders:user:' || user_id AS scope, COUNT(*) AS n FROM orders GROUP BY user_id`,
   `SELECT 'orders:user:' || user_id || ':status:' || status AS scope, COUNT(*) AS n FROM orders GROUP BY user_id, status`,
   ...ADMIN_RECOUNT_SQL,
+  ...ORDER_RANGE_RECOUNT_SQL,
   `SELECT 'rooms' AS scope, COUNT(*) AS n FROM rooms`,
   `SELECT 'messages:room:' || room_id AS scope, COUNT(*) AS n FROM messages GROUP BY room_id`,
 ];

@@ -17,6 +17,7 @@ import { PartnerApps1764400000021 } from './migrations/1764400000021-partner-app
 import { Webhooks1764400000022 } from './migrations/1764400000022-webhooks.js';
 import { AdminDashboards1764400000024 } from './migrations/1764400000024-admin-dashboards.js';
 import { OrdersRangeCovering1764400000030 } from './migrations/1764400000030-orders-range-covering.js';
+import { OrderRangeCounts1764500000000 } from './migrations/1764500000000-order-range-counts.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -32,6 +33,7 @@ export const MIGRATIONS = [
   Webhooks1764400000022,
   AdminDashboards1764400000024,
   OrdersRangeCovering1764400000030,
+  OrderRangeCounts1764500000000,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

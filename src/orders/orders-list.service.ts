@@ -17,6 +17,7 @@ import { ORDER_STATUSES, type Order } from './order.js';
 import { orderFromRow, type OrderRow } from './orders.mapper.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { OrdersRepository, type OrderFilter } from './orders.repository.js';
+import { createdBeforeKeys, minuteOf, totalRangeKeys } from './order-range-totals.js';
 
 export type OrderListFilter = 'status';
 
@@ -167,29 +168,83 @@ export class OrdersListService {
   }
 
   /**
-   * The exact number of matching orders: one counter read when only `status` and `user_id` filter
-   * (CountersRepository), else a COUNT over the index range of the filters.
+   * The exact number of matching orders (docs/admin.md "Totals"): one counter read when only
+   * `status` and `user_id` filter; the range counters (order-range-keys.ts) when one range, of dates
+   * or of totals, filters all users' orders; else a COUNT over the index range of the filters (one
+   * user's orders, or a date and a total range at once).
    */
   total(resolved: ResolvedOrderFilter): Promise<number> {
     const { filter, liveOwner, empty } = resolved;
     if (empty) {
       return Promise.resolve(0);
     }
-    const ranged =
-      filter.createdAfter !== undefined ||
-      filter.createdBefore !== undefined ||
-      filter.minTotalCents !== undefined ||
-      filter.maxTotalCents !== undefined;
-    if (ranged) {
+    const dated = filter.createdAfter !== undefined || filter.createdBefore !== undefined;
+    const priced = filter.minTotalCents !== undefined || filter.maxTotalCents !== undefined;
+    const { status, userId } = filter;
+    if ((dated || priced) && (userId !== undefined || (dated && priced))) {
       return this.orders.countAcrossUsers(filter, liveOwner);
     }
-    const { status, userId } = filter;
+    if (dated) {
+      return this.createdRangeTotal(filter);
+    }
+    if (priced) {
+      return this.totalRangeTotal(filter);
+    }
     if (userId !== undefined) {
       return this.counters.get(
         status ? CountKeys.ordersOfUserByStatus(userId, status) : CountKeys.ordersOfUser(userId),
       );
     }
     return this.counters.get(status ? CountKeys.ordersByStatus(status) : CountKeys.orders());
+  }
+
+  /**
+   * Orders of all live users created in (after, before]: (created <= before) - (created <= after),
+   * where "created <= t" is the counters of every whole minute before t's minute plus a COUNT of the
+   * orders of t's own minute up to t (an index range of one minute).
+   */
+  private async createdRangeTotal(filter: OrderFilter): Promise<number> {
+    const { status, createdAfter, createdBefore } = filter;
+    const bounds = [createdBefore, createdAfter].filter((t): t is string => t !== undefined);
+    const keysOf = bounds.map((t) => createdBeforeKeys(status, minuteOf(t)));
+    const all = status ? CountKeys.ordersByStatus(status) : CountKeys.orders();
+    const [counts, ...edges] = await Promise.all([
+      this.counters.getMany([all, ...keysOf.flat()]),
+      ...bounds.map((t) =>
+        this.orders.countAcrossUsers(
+          // created_at > (minute - 1 ms) is created_at >= minute: the text has whole milliseconds
+          { status, createdAfter: new Date(minuteOf(t) - 1).toISOString(), createdBefore: t },
+          false,
+        ),
+      ),
+    ]);
+    const upTo = bounds.map(
+      (_, i) => keysOf[i].reduce((n, key) => n + (counts.get(key) ?? 0), 0) + edges[i],
+    );
+    const upToBefore = createdBefore !== undefined ? upTo[0] : (counts.get(all) ?? 0);
+    const upToAfter = createdAfter !== undefined ? upTo[upTo.length - 1] : 0;
+    return Math.max(0, upToBefore - upToAfter);
+  }
+
+  /** Orders of all live users with a total in [min, max]; no max: all orders less those below min. */
+  private async totalRangeTotal(filter: OrderFilter): Promise<number> {
+    const { status, minTotalCents: lo = 0, maxTotalCents: hi } = filter;
+    if (hi !== undefined) {
+      return lo > hi ? 0 : this.sum(totalRangeKeys(status, lo, hi));
+    }
+    const all = status ? CountKeys.ordersByStatus(status) : CountKeys.orders();
+    const below = lo > 0 ? totalRangeKeys(status, 0, lo - 1) : [];
+    const counts = await this.counters.getMany([all, ...below]);
+    return below.reduce((n, key) => n - (counts.get(key) ?? 0), counts.get(all) ?? 0);
+  }
+
+  private async sum(keys: string[]): Promise<number> {
+    const counts = await this.counters.getMany(keys);
+    let n = 0;
+    for (const value of counts.values()) {
+      n += value;
+    }
+    return n;
   }
 
   /** The export's rows: ADMIN only, the list's filters and sort. */

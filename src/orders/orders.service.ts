@@ -14,6 +14,7 @@ import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { AuditService } from '../audit/audit.service.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { orderRangeDeltas, statusChangeDeltas } from '../database/order-range-keys.js';
 import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
@@ -180,6 +181,7 @@ export class OrdersService {
         [CountKeys.orders()]: 1,
         [CountKeys.ordersByStatus(order.status)]: 1,
       });
+      this.counters.add(tx, orderRangeDeltas(order, 1));
       await this.outbox.enqueue(tx, 'order.created', toRestOrder(order), userId);
     });
     return order;
@@ -241,6 +243,7 @@ export class OrdersService {
         [CountKeys.ordersByStatus(current.status)]: -1,
         [CountKeys.ordersByStatus(status)]: 1,
       });
+      this.counters.add(tx, statusChangeDeltas(current, current.status, status));
       if (isAdmin(caller)) {
         await this.audit.record(manager, {
           actor: caller,
