@@ -179,11 +179,11 @@ function endpoints(n) {
       name: 'gql user(<busy>) { orders(first: 20) { totalCount } }',
       ...gql(`{ user(id: "${busyUser}") { orders(first: 20) { totalCount nodes { id } } } }`),
     },
-    // the orders list across users (docs/admin.md): each filter; the date and total filters are
-    // selective ones matching about 100 orders at every size (the last 100 orders, the first 100,
-    // the 100 highest and lowest totals), as their exact total is a count over the matching index
-    // range: a fixed bound (say min_total_cents=100090) matches 0 orders at 1k and 100 at 1M, and
-    // would compare an empty page with a full one
+    // the orders list across users (docs/admin.md): each filter; the date and total filters match
+    // about 100 orders at every size (the last 100 orders, the first 100, the 100 highest and
+    // lowest totals: a fixed bound such as min_total_cents=100090 matches 0 orders at 1k and 100
+    // at 1M, and would compare an empty page with a full one), then half of the orders (`<half>`),
+    // whose exact total is a sum of range counters, not a count of the matches
     { name: 'GET /orders?limit=20', path: '/api/v1/orders?limit=20' },
     { name: 'GET /orders?status=paid', path: '/api/v1/orders?status=paid&limit=20' },
     {
@@ -207,10 +207,18 @@ function endpoints(n) {
       path: `/api/v1/orders?max_total_cents=${MIN_SEEDED_TOTAL - 1 + totalSpan(n)}&limit=20`,
     },
     {
-      // not selective: the page is a walk of the created_at index that stops after 21 rows, but the
-      // exact total counts every match (docs/admin.md), here half the orders
-      name: 'GET /orders?min_total_cents=<half> (total counts n/2)',
+      // not selective: the page is a walk of the created_at index that stops after 21 rows; the
+      // exact total of the n/2 matches comes from the range counters
+      name: 'GET /orders?min_total_cents=<half> (n/2 match)',
       path: `/api/v1/orders?min_total_cents=${MIN_SEEDED_TOTAL + SEEDED_TOTAL_VALUES / 2}&limit=20`,
+    },
+    {
+      name: 'GET /orders?created_after=<half> (n/2 match)',
+      path: `/api/v1/orders?created_after=${iso(mid)}&limit=20`,
+    },
+    {
+      name: 'GET /orders?status=paid&max_total_cents=<half> (n/10 match)',
+      path: `/api/v1/orders?status=paid&max_total_cents=${MIN_SEEDED_TOTAL + SEEDED_TOTAL_VALUES / 2}&limit=20`,
     },
     {
       name: 'GET /orders?sort=-total_cents',

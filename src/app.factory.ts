@@ -36,7 +36,6 @@ import type { AppConfig } from './config/config.js';
 import { formatGraphqlError } from './graphql/format-error.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerIdempotencyHook } from './idempotency/idempotency.interceptor.js';
-import { runInRequest } from './audit/request-context.js';
 import {
   BUCKET_REQUESTS,
   rateLimitedError,
@@ -113,11 +112,6 @@ export async function createApp(
       return;
     }
     done(null, payload);
-  });
-  // the request an audited change belongs to (src/audit/request-context.ts): entered after the body
-  // is read (a body's stream events would run outside it), before the guards and the handler
-  fastify.addHook('preHandler', (req, _reply, done) => {
-    runInRequest({ requestId: req.id, ip: req.ip }, done);
   });
   // GET /graphql carries its variables and extensions as JSON in the query string: same bounds
   const bodyShape = { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems };

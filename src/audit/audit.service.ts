@@ -25,7 +25,6 @@ import {
   AuditEventsRepository,
   type AuditEventFilter,
 } from './audit-events.repository.js';
-import { currentRequest } from './request-context.js';
 
 export const AUDIT_LIST_SPEC: ListSpec<'action'> = {
   sortFields: ['at'],
@@ -73,7 +72,7 @@ const SECRET_MEMBERS = /(password|secret|hash|token|^key$)/i;
 /**
  * The audit log (docs/admin.md "Audit log"). `record` is called by the service making a privileged
  * change, with that change's transaction manager, so the entry commits or rolls back with it; the
- * request id and address come from the request being served (src/audit/request-context.ts).
+ * request id and address come from the caller's HTTP request (`Caller.request`).
  */
 @Injectable()
 export class AuditService implements OnModuleInit, OnModuleDestroy {
@@ -99,7 +98,7 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
 
   /** Appends one entry in the transaction of `manager`. */
   async record(manager: EntityManager, entry: AuditEntry): Promise<AuditEvent> {
-    const request = currentRequest();
+    const request = entry.actor === 'system' ? undefined : entry.actor.request;
     const changes: AuditChanges = {};
     for (const [member, pair] of Object.entries(entry.changes ?? {})) {
       if (!SECRET_MEMBERS.test(member)) {

@@ -218,12 +218,12 @@ function parseDatabase(raw: string, env: NodeJS.ProcessEnv): DatabaseConfig {
   };
 }
 
-/** Reads and validates the whole configuration; throws ConfigError on the first bad value. */
 /** The flags this Node runs with: its command line's and `NODE_OPTIONS`'s. */
 export function runtimeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
   return [...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)];
 }
 
+/** Reads and validates the whole configuration; throws ConfigError on the first bad value. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const nodeEnvRaw = env.NODE_ENV ?? 'development';
   if (!['development', 'production', 'test'].includes(nodeEnvRaw)) {

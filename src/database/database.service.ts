@@ -11,6 +11,7 @@ import {
   type QueryRunner,
 } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
+import { StorageRelease } from '../common/storage-release.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
 
@@ -88,6 +89,7 @@ export class DatabaseService {
   private statementsWaiting = 0;
   /** Set while `dryRun` work runs: its transactions roll back instead of committing. */
   private readonly dryRuns = new AsyncLocalStorage<true>();
+  private readonly dryRunRelease = new StorageRelease(this.dryRuns);
   readonly dialect: 'sqlite' | 'postgres';
   /** SQLite: `query` runs cached prepared statements itself (SQLITE_STATEMENT_CACHE, default on). */
   private readonly statementCache: boolean;
@@ -292,7 +294,7 @@ export class DatabaseService {
    * request this way to learn what a fresh request would answer (docs/idempotency.md).
    */
   dryRun<T>(work: () => Promise<T>): Promise<T> {
-    return this.dryRuns.run(true, work);
+    return this.dryRunRelease.around(() => this.dryRuns.run(true, work));
   }
 
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {

@@ -17,6 +17,17 @@ export interface Caller {
   scopes?: string[];
   /** When the credential lapses by itself (ms since the epoch): a JWT's `exp`, an API key's expiry. */
   expiresAt?: number;
+  /**
+   * The HTTP request this caller is making (REST or GraphQL over HTTP), which the audit log records
+   * beside a change (docs/admin.md "Audit log"); absent on WebSocket operations.
+   */
+  request?: CallerRequest;
+}
+
+/** The request id of the response (`X-Request-Id`) and the client address (`req.ip`). */
+export interface CallerRequest {
+  requestId: string;
+  ip?: string;
 }
 
 /** `undefined` is the anonymous caller (only public routes and GraphQL introspection). */

@@ -144,8 +144,20 @@ export class CredentialsService {
     this.verifiers.push(verifier);
   }
 
-  /** The caller of a carrier, anonymous (nothing presented), invalid, or throttled. */
+  /**
+   * The caller of a carrier, anonymous (nothing presented), invalid, or throttled. A caller of an
+   * HTTP request (a carrier with a request id) is a fresh object carrying that request.
+   */
   async authenticate(carrier: CredentialCarrier): Promise<DoorAnswer> {
+    const answer = await this.answer(carrier);
+    if (answer.kind !== 'caller' || carrier.requestId === undefined) {
+      return answer;
+    }
+    const request = { requestId: carrier.requestId, ip: carrier.address };
+    return { ...answer, caller: { ...answer.caller, request } };
+  }
+
+  private answer(carrier: CredentialCarrier): Promise<DoorAnswer> {
     const { authorization } = carrier;
     if (authorization !== undefined && authorization !== '') {
       const bearer = BEARER.exec(authorization)?.[1];
@@ -165,7 +177,7 @@ export class CredentialsService {
     if (carrier.queryApiKey) {
       return this.check(carrier.queryApiKey, 'api-key-query', carrier);
     }
-    return { kind: 'anonymous' };
+    return Promise.resolve({ kind: 'anonymous' });
   }
 
   /** An email and password (POST /auth/token, the sign-in form): the same rules as Basic. */

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
-import { runtimeFlags } from '../../config/config.js';
+import { StorageRelease, storageUsesPromiseHooks } from '../../common/storage-release.js';
 
 /**
  * oidc-provider, loaded when the application is built rather than when its modules are imported:
@@ -35,34 +35,16 @@ export async function loadOidcLibrary(): Promise<OidcLibrary> {
 }
 
 /**
- * Whether AsyncLocalStorage runs on promise hooks here. Node 24 keeps the store in the async context
- * frame instead (its default; `--no-async-context-frame` switches back), which costs nothing for
- * promises that never read it; Node 20 and 22 use promise hooks.
- */
-export function storageUsesPromiseHooks(
-  version = process.versions.node,
-  execArgv: readonly string[] = runtimeFlags(),
-): boolean {
-  const major = Number(version.split('.')[0]);
-  if (execArgv.includes('--no-async-context-frame')) {
-    return true;
-  }
-  return major < 24 && !execArgv.includes('--experimental-async-context-frame');
-}
-
-/**
  * oidc-provider keeps each of its requests' context in an AsyncLocalStorage (its own module, read
  * only by the client ID metadata document feature, which Atrium leaves off). Where that storage runs
- * on promise hooks (Node 20 and 22, see `storageUsesPromiseHooks`), a storage's first `run()` turns
- * them on for the whole process, and they stay on: after one OAuth request, every promise of every
- * later request (REST, GraphQL, WebSocket) paid for them, ~10 % of a REST GET's CPU
- * (docs/performance.md). There `inProviderContext` counts the provider's requests in flight and
- * disables the storage once none is left; the next request's `run()` enables it again. On Node 24
- * nothing needs releasing and the provider's module is not reached into.
+ * on promise hooks (Node 20 and 22), its first `run()` turns them on for the whole process: after
+ * one OAuth request every promise of every later request (REST, GraphQL, WebSocket) paid for them,
+ * ~10 % of a REST GET's CPU (docs/performance.md). `inProviderContext` releases it once no provider
+ * request is in flight (src/common/storage-release.ts). On Node 24 nothing needs releasing and the
+ * provider's module is not reached into.
  */
-const RELEASE_STORAGE = storageUsesPromiseHooks();
 let providerStorage: AsyncLocalStorage<unknown> | null | undefined;
-let providerRequests = 0;
+const release = new StorageRelease(() => providerStorage);
 
 async function loadProviderStorage(): Promise<AsyncLocalStorage<unknown> | null> {
   // a path in a variable: the module has no type declarations (and no `exports` map to forbid it)
@@ -77,19 +59,8 @@ async function loadProviderStorage(): Promise<AsyncLocalStorage<unknown> | null>
 
 /** Runs one request through oidc-provider (see above). */
 export async function inProviderContext<T>(handle: () => Promise<T>): Promise<T> {
-  if (!RELEASE_STORAGE) {
-    return handle();
-  }
-  if (providerStorage === undefined) {
+  if (storageUsesPromiseHooks() && providerStorage === undefined) {
     providerStorage = await loadProviderStorage();
   }
-  providerRequests += 1;
-  try {
-    return await handle();
-  } finally {
-    providerRequests -= 1;
-    if (providerRequests === 0) {
-      providerStorage?.disable();
-    }
-  }
+  return release.around(handle);
 }
