@@ -145,16 +145,16 @@ export class CredentialsService {
   }
 
   /**
-   * The caller of a carrier, anonymous (nothing presented), invalid, or throttled. A caller of an
-   * HTTP request (a carrier with a request id) is a fresh object carrying that request.
+   * The caller of a carrier, anonymous (nothing presented), invalid, or throttled. The caller of an
+   * HTTP request (a carrier with a request id) carries that request (every verifier builds a fresh
+   * caller per check).
    */
   async authenticate(carrier: CredentialCarrier): Promise<DoorAnswer> {
     const answer = await this.answer(carrier);
-    if (answer.kind !== 'caller' || carrier.requestId === undefined) {
-      return answer;
+    if (answer.kind === 'caller' && carrier.requestId !== undefined) {
+      answer.caller.request = { requestId: carrier.requestId, ip: carrier.address };
     }
-    const request = { requestId: carrier.requestId, ip: carrier.address };
-    return { ...answer, caller: { ...answer.caller, request } };
+    return answer;
   }
 
   private answer(carrier: CredentialCarrier): Promise<DoorAnswer> {
