@@ -279,3 +279,35 @@ describe('GraphQL over WebSocket with introspection off', () => {
     }
   });
 });
+
+describe('GraphQL over WebSocket keep-alive (WS_KEEPALIVE_MS)', () => {
+  it('pings a socket and drops one that stopped answering; one that answers stays', async () => {
+    const t = await startApp({ WS_KEEPALIVE_MS: '1000' });
+    try {
+      const live = await open(t.url);
+      await live.init();
+      const pings: number[] = [];
+      live.ws.on('ping', () => pings.push(Date.now()));
+      const silent = await open(t.url);
+      await silent.init();
+      // the client stops reading its socket: the server's pings go unanswered
+      const socket = (silent.ws as unknown as { _socket: { pause(): void; resume(): void } })
+        ._socket;
+      socket.pause();
+      let closedAt: number | undefined;
+      void silent.closed.then(() => (closedAt = Date.now()));
+      // dropped at the ping after the unanswered one (1-2 s); the paused client reads the end of
+      // the stream once it reads again
+      await new Promise((r) => setTimeout(r, 3_500));
+      socket.resume();
+      const { code } = await silent.closed;
+      expect(code).toBe(1006); // no close frame: dropped, not closed
+      expect(closedAt).toBeDefined();
+      expect(pings.length).toBeGreaterThanOrEqual(1);
+      expect((await live.run('{ __typename }')).next).toEqual({ data: { __typename: 'Query' } });
+      live.close();
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -273,7 +273,9 @@ describe('a resumed subscriber that falls behind', () => {
   let reader: CreatedUser;
 
   beforeAll(async () => {
-    t = await startApp();
+    // the reader stops reading while 2,600 messages are sent (~25 s on PostgreSQL on a loaded
+    // machine): with the default 12 s keep-alive the server would drop it as dead first
+    t = await startApp({ WS_KEEPALIVE_MS: '300000' });
     [author, reader] = await Promise.all([createUser(t.url), createUser(t.url)]);
   });
   afterAll(async () => {
@@ -310,7 +312,7 @@ describe('a resumed subscriber that falls behind', () => {
       await until(
         () => raw.messages.some((m) => m.id === 'behind' && m.type === 'complete'),
         30_000,
-        () => `${raw.messages.length} frames`,
+        () => `${raw.messages.length} frames, socket state ${raw.ws.readyState}`,
       );
       const frames = raw.messages.filter((m) => m.id === 'behind');
       const last = frames.at(-2);

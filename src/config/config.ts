@@ -74,6 +74,8 @@ export interface AppConfig {
   wsRecheckIntervalS: number;
   /** Unsent bytes past which a subscription socket is a slow consumer, closed with 1013 (docs/realtime.md). */
   wsSendBufferBytes: number;
+  /** graphql-ws keep-alive: a ping this often; a socket that has not answered the last one is dropped. */
+  wsKeepAliveMs: number;
   trustedProxies: string[];
   /** Port of the internal listener serving /metrics alone; unset = /metrics on the main port. */
   metricsPort?: number;
@@ -350,6 +352,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     wsMaxOperationsPerConnection: int(env, 'WS_MAX_OPERATIONS_PER_CONNECTION', 50, 1, 1_000_000),
     wsRecheckIntervalS: int(env, 'WS_RECHECK_INTERVAL_S', 60, 1, 86_400),
     wsSendBufferBytes: int(env, 'WS_SEND_BUFFER_BYTES', 4 * 1024 * 1024, 16 * 1024, 1024 ** 3),
+    wsKeepAliveMs: int(env, 'WS_KEEPALIVE_MS', 12_000, 1_000, 3_600_000),
     trustedProxies: (env.TRUSTED_PROXIES ?? '')
       .split(',')
       .map((p) => p.trim())

@@ -263,6 +263,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
         },
       },
       this.wss,
+      this.config.wsKeepAliveMs,
     );
     this.adapterHost.httpAdapter.getHttpServer().on('upgrade', this.onUpgrade);
   }
