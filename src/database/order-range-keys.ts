@@ -1,10 +1,13 @@
+import { addCalendar, CALENDAR_PREFIXES, type CalendarKey } from './calendar-counts.js';
+
 /**
  * Counter keys behind the exact totals of the orders list's range filters (docs/admin.md "Totals").
  *
  * Every order of a live user adds 1 to a small tree of counters in `list_counts`, once for all orders
  * and once for its status:
- * - by creation time, one counter per calendar unit of its `created_at` text: the year, month, day,
- *   hour and minute it falls in (`orders:created:2026-11`, `orders:status:paid:created:2026-11-26T03:22`);
+ * - by creation time, one counter per calendar unit of its `created_at` text (calendar-counts.ts): the
+ *   year, month, day, hour and minute it falls in (`orders:created:2026-11`,
+ *   `orders:status:paid:created:2026-11-26T03:22`);
  * - by total, one counter per power-of-16 bucket of `total_cents` (`orders:total:<shift>:<total >> shift>`,
  *   shifts 0, 4, …, 28), down to the single value.
  * A date or total range is then a sum of at most a few hundred counters whatever the number of
@@ -12,17 +15,15 @@
  * transaction as the list counters (CountersRepository).
  */
 
-/** Lengths of the `created_at` prefixes counted: year, month, day, hour, minute of the ISO text. */
-export const CREATED_PREFIXES = [4, 7, 10, 13, 16] as const;
-
 /** `total_cents >> shift` buckets, 16 per level; the top level (28) covers totals up to 2^32 - 1. */
 export const TOTAL_SHIFTS = [0, 4, 8, 12, 16, 20, 24, 28] as const;
 
 const scope = (status: string | undefined) => (status ? `orders:status:${status}` : 'orders');
 
-/** Orders (of `status`, or all) created within the calendar unit `prefix` of the ISO text. */
-export function createdKey(status: string | undefined, prefix: string): string {
-  return `${scope(status)}:created:${prefix}`;
+/** Orders (of `status`, or all) created within a calendar unit (an ISO-text prefix). */
+export function createdKey(status: string | undefined): CalendarKey {
+  const base = `${scope(status)}:created:`;
+  return (prefix) => base + prefix;
 }
 
 /** Orders (of `status`, or all) whose `total_cents >> shift` is `bucket`. */
@@ -64,10 +65,7 @@ export function addCreated(
   createdAt: string,
   n: number,
 ): void {
-  for (const length of CREATED_PREFIXES) {
-    const key = createdKey(status, createdAt.slice(0, length));
-    into[key] = (into[key] ?? 0) + n;
-  }
+  addCalendar(into, createdKey(status), createdAt, n);
 }
 
 /** `n` orders of total `totalCents`: its bucket at every level. */
@@ -92,7 +90,7 @@ const LIVE_ORDERS = 'FROM orders o JOIN users u ON u.id = o.user_id WHERE u.dele
  * `npm run counts:check`.
  */
 export const ORDER_RANGE_RECOUNT_SQL: readonly string[] = [
-  ...CREATED_PREFIXES.flatMap((length) => [
+  ...CALENDAR_PREFIXES.flatMap((length) => [
     `SELECT 'orders:created:' || substr(o.created_at, 1, ${length}) AS scope, COUNT(*) AS n ${LIVE_ORDERS}
       GROUP BY substr(o.created_at, 1, ${length})`,
     `SELECT 'orders:status:' || o.status || ':created:' || substr(o.created_at, 1, ${length}) AS scope,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { orderRangeDeltas, statusChangeDeltas } from '../database/order-range-keys.js';
+import { calendarBeforeKeys, minuteOf } from '../database/calendar-counts.js';
+import { createdKey, orderRangeDeltas, statusChangeDeltas } from '../database/order-range-keys.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
-import { createdBeforeKeys, minuteOf, totalRangeKeys } from './order-range-totals.js';
+import { totalRangeKeys } from './order-range-totals.js';
 
 /** A repeatable pseudo-random sequence (mulberry32). */
 function random(seed: number): () => number {
@@ -102,7 +103,7 @@ describe('order range counters', () => {
       const t = instants[Math.floor(next() * instants.length)];
       const minute = minuteOf(t);
       for (const status of [undefined, ...STATUSES]) {
-        const keys = createdBeforeKeys(status, minute);
+        const keys = calendarBeforeKeys(createdKey(status), minute);
         expect(keys.length).toBeLessThanOrEqual(200);
         const expected = rows.filter(
           (r) => (!status || r.status === status) && Date.parse(r.createdAt) < minute,

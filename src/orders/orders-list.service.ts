@@ -17,7 +17,9 @@ import { ORDER_STATUSES, type Order } from './order.js';
 import { orderFromRow, type OrderRow } from './orders.mapper.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { OrdersRepository, type OrderFilter } from './orders.repository.js';
-import { createdBeforeKeys, minuteOf, totalRangeKeys } from './order-range-totals.js';
+import { totalRangeKeys } from './order-range-totals.js';
+import { countInInterval } from '../database/calendar-counts.js';
+import { createdKey } from '../database/order-range-keys.js';
 
 export type OrderListFilter = 'status';
 
@@ -198,32 +200,20 @@ export class OrdersListService {
     return this.counters.get(status ? CountKeys.ordersByStatus(status) : CountKeys.orders());
   }
 
-  /**
-   * Orders of all live users created in (after, before]: (created <= before) - (created <= after),
-   * where "created <= t" is the counters of every whole minute before t's minute plus a COUNT of the
-   * orders of t's own minute up to t (an index range of one minute).
-   */
-  private async createdRangeTotal(filter: OrderFilter): Promise<number> {
-    const { status, createdAfter, createdBefore } = filter;
-    const bounds = [createdBefore, createdAfter].filter((t): t is string => t !== undefined);
-    const keysOf = bounds.map((t) => createdBeforeKeys(status, minuteOf(t)));
-    const all = status ? CountKeys.ordersByStatus(status) : CountKeys.orders();
-    const [counts, ...edges] = await Promise.all([
-      this.counters.getMany([all, ...keysOf.flat()]),
-      ...bounds.map((t) =>
-        this.orders.countAcrossUsers(
-          // created_at > (minute - 1 ms) is created_at >= minute: the text has whole milliseconds
-          { status, createdAfter: new Date(minuteOf(t) - 1).toISOString(), createdBefore: t },
-          false,
-        ),
-      ),
-    ]);
-    const upTo = bounds.map(
-      (_, i) => keysOf[i].reduce((n, key) => n + (counts.get(key) ?? 0), 0) + edges[i],
+  /** Orders of all live users created in (after, before] (calendar-counts.ts). */
+  private createdRangeTotal(filter: OrderFilter): Promise<number> {
+    const { status } = filter;
+    return countInInterval(
+      {
+        all: status ? CountKeys.ordersByStatus(status) : CountKeys.orders(),
+        key: createdKey(status),
+        counters: (keys) => this.counters.getMany(keys),
+        count: (after, upTo) =>
+          this.orders.countAcrossUsers({ status, createdAfter: after, createdBefore: upTo }, false),
+      },
+      filter.createdAfter,
+      filter.createdBefore,
     );
-    const upToBefore = createdBefore !== undefined ? upTo[0] : (counts.get(all) ?? 0);
-    const upToAfter = createdAfter !== undefined ? upTo[upTo.length - 1] : 0;
-    return Math.max(0, upToBefore - upToAfter);
   }
 
   /** Orders of all live users with a total in [min, max]; no max: all orders less those below min. */
