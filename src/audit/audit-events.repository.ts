@@ -22,6 +22,16 @@ export interface AuditEventRow {
 const COLUMNS =
   'id, at, actor_type, actor_id, on_behalf_of, action, target_type, target_id, changes, request_id, ip';
 
+/** Entries counted together: same action, actor, target and minute of `at`. */
+export interface AuditCountGroup {
+  action: string;
+  actorId: string | null;
+  targetId: string;
+  /** The minute (`YYYY-MM-DDTHH:MM`). */
+  at: string;
+  n: number;
+}
+
 export interface AuditEventFilter {
   actorId?: string;
   targetId?: string;
@@ -63,8 +73,68 @@ export class AuditEventsRepository {
   }
 
   /** Newest first (`at`, `id` descending); each filter is one index range (migration 1764400000024). */
-  page(filter: AuditEventFilter, query: ListQuery): Promise<ListPage<AuditEventRow>> {
+  page(
+    filter: AuditEventFilter,
+    query: ListQuery,
+    total: Promise<number>,
+  ): Promise<ListPage<AuditEventRow>> {
     const params: unknown[] = [];
+    return listPage<AuditEventRow>(
+      this.db,
+      {
+        list: 'audit-events',
+        columns: COLUMNS,
+        from: 'audit_events',
+        where: this.where(filter, params),
+        params,
+        sortColumns: { at: 'at' },
+      },
+      query,
+      total,
+    );
+  }
+
+  /** The number of entries a filter matches: a COUNT over its index range. */
+  async count(filter: AuditEventFilter): Promise<number> {
+    const params: unknown[] = [];
+    const where = this.where(filter, params);
+    const rows = await this.db.query<{ n: number | string }>(
+      `SELECT COUNT(*) AS n FROM audit_events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
+      params,
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** The entries older than `before`, grouped by what their counters are (minute of `at`). */
+  async groupsBefore(manager: EntityManager, before: string): Promise<AuditCountGroup[]> {
+    const rows = await manager.query<
+      {
+        action: string;
+        actor_id: string | null;
+        target_id: string;
+        at: string;
+        n: number | string;
+      }[]
+    >(
+      `SELECT action, actor_id, target_id, substr(at, 1, 16) AS at, COUNT(*) AS n FROM audit_events
+        WHERE at < ${this.db.p(1)} GROUP BY action, actor_id, target_id, substr(at, 1, 16)`,
+      [before],
+    );
+    return rows.map((r) => ({
+      action: r.action,
+      actorId: r.actor_id,
+      targetId: r.target_id,
+      at: r.at,
+      n: Number(r.n),
+    }));
+  }
+
+  /** Deletes the entries older than `before` (the retention; nothing else deletes an entry). */
+  async deleteBefore(manager: EntityManager, before: string): Promise<void> {
+    await manager.query(`DELETE FROM audit_events WHERE at < ${this.db.p(1)}`, [before]);
+  }
+
+  private where(filter: AuditEventFilter, params: unknown[]): string[] {
     const where: string[] = [];
     const bind = (v: unknown) => {
       params.push(v);
@@ -85,39 +155,7 @@ export class AuditEventsRepository {
     if (filter.until !== undefined) {
       where.push(`at <= ${bind(filter.until)}`);
     }
-    const total = this.db
-      .query<{
-        n: number | string;
-      }>(
-        `SELECT COUNT(*) AS n FROM audit_events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
-        [...params],
-      )
-      .then((rows) => Number(rows[0]?.n ?? 0));
-    return listPage<AuditEventRow>(
-      this.db,
-      {
-        list: 'audit-events',
-        columns: COLUMNS,
-        from: 'audit_events',
-        where,
-        params,
-        sortColumns: { at: 'at' },
-      },
-      query,
-      total,
-    );
-  }
-
-  /** Deletes the entries older than `before`; the number deleted. */
-  async purgeBefore(before: string): Promise<number> {
-    return this.db.transaction(async ({ manager }) => {
-      const rows = await manager.query<{ n: number | string }[]>(
-        `SELECT COUNT(*) AS n FROM audit_events WHERE at < ${this.db.p(1)}`,
-        [before],
-      );
-      await manager.query(`DELETE FROM audit_events WHERE at < ${this.db.p(1)}`, [before]);
-      return Number(rows[0]?.n ?? 0);
-    });
+    return where;
   }
 }
 

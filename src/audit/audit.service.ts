@@ -5,14 +5,15 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { instantParam } from '../common/admin-filters.js';
 import { BadRequest, Forbidden, Unauthorized, type ErrorDetail } from '../common/errors.js';
 import { newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { DatabaseService } from '../database/database.service.js';
+import { countInInterval, addCalendar } from '../database/calendar-counts.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { DatabaseService, type TxContext } from '../database/database.service.js';
 import {
   AUDIT_ACTIONS,
   type ActorType,
@@ -83,6 +84,7 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: DatabaseService,
     private readonly events: AuditEventsRepository,
+    private readonly counters: CountersRepository,
   ) {}
 
   onModuleInit(): void {
@@ -96,8 +98,8 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     this.timer = undefined;
   }
 
-  /** Appends one entry in the transaction of `manager`. */
-  async record(manager: EntityManager, entry: AuditEntry): Promise<AuditEvent> {
+  /** Appends one entry in the transaction `tx` (and counts it in the log's counters). */
+  async record(tx: TxContext, entry: AuditEntry): Promise<AuditEvent> {
     const request = entry.actor === 'system' ? undefined : entry.actor.request;
     const changes: AuditChanges = {};
     for (const [member, pair] of Object.entries(entry.changes ?? {})) {
@@ -118,13 +120,20 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
       request_id: request?.requestId ?? null,
       ip: request?.ip ?? null,
     };
-    await this.events.insert(manager, event);
+    await this.events.insert(tx.manager, event);
+    this.counters.add(
+      tx,
+      auditCountDeltas(
+        { action: event.action, actorId: event.actor.id, targetId: event.target.id, at: event.at },
+        1,
+      ),
+    );
     return event;
   }
 
   /** Appends one entry in a transaction of its own (a refusal, whose change rolled back). */
   recordAlone(entry: AuditEntry): Promise<AuditEvent> {
-    return this.db.transaction(({ manager }) => this.record(manager, entry));
+    return this.db.transaction((tx) => this.record(tx, entry));
   }
 
   /** GET /api/v1/audit-events: ADMIN only, newest first. */
@@ -150,8 +159,44 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     filter: AuditEventFilter,
     query: ReturnType<typeof parseListQuery>,
   ): Promise<Page<AuditEvent>> {
-    const { rows, meta, next } = await this.events.page(filter, query);
+    const { rows, meta, next } = await this.events.page(filter, query, this.total(filter));
     return { data: rows.map(auditEventFromRow), meta, next };
+  }
+
+  /**
+   * The exact number of entries a filter matches: a counter when one of `action`, `actor_id` and
+   * `target_id` filters, or none; a sum of calendar counters when `since`/`until` filter (with
+   * `action` or alone); else a COUNT over the filter's index range (an actor's or a target's
+   * entries, narrowed).
+   */
+  private total(filter: AuditEventFilter): Promise<number> {
+    const { action, actorId, targetId, since, until } = filter;
+    const ids = [actorId, targetId].filter((v) => v !== undefined).length;
+    const dated = since !== undefined || until !== undefined;
+    if (!dated && ids + (action !== undefined ? 1 : 0) <= 1) {
+      const key =
+        actorId !== undefined
+          ? CountKeys.auditByActor(actorId)
+          : targetId !== undefined
+            ? CountKeys.auditByTarget(targetId)
+            : action !== undefined
+              ? CountKeys.auditByAction(action)
+              : CountKeys.audit();
+      return this.counters.get(key);
+    }
+    if (dated && ids === 0) {
+      return countInInterval(
+        {
+          all: action !== undefined ? CountKeys.auditByAction(action) : CountKeys.audit(),
+          key: CountKeys.auditAt(action),
+          counters: (keys) => this.counters.getMany(keys),
+          count: (after, upTo) => this.events.count({ action, since: after, until: upTo }),
+        },
+        since,
+        until,
+      );
+    }
+    return this.events.count(filter);
   }
 
   requireAdmin(caller: MaybeCaller): asserts caller is Caller {
@@ -163,10 +208,21 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /** Deletes the entries older than AUDIT_RETENTION_DAYS; the number deleted. */
+  /** Deletes the entries older than AUDIT_RETENTION_DAYS, uncounting them; the number deleted. */
   purge(now = Date.now()): Promise<number> {
     const before = new Date(now - this.config.auditRetentionDays * 86_400_000).toISOString();
-    return this.events.purgeBefore(before);
+    return this.db.transaction(async (tx) => {
+      const groups = await this.events.groupsBefore(tx.manager, before);
+      const deltas: Record<string, number> = {};
+      let n = 0;
+      for (const g of groups) {
+        auditCountDeltas(g, -g.n, deltas);
+        n += g.n;
+      }
+      this.counters.add(tx, deltas);
+      await this.events.deleteBefore(tx.manager, before);
+      return n;
+    });
   }
 
   private async purgeQuietly(): Promise<void> {
@@ -210,4 +266,25 @@ function idParam(
     return undefined;
   }
   return raw;
+}
+
+/**
+ * The counters `n` entries move: all, by action, actor and target, and the calendar units of `at`
+ * (all and by action). `at` may be a minute (the first 16 characters) for grouped entries.
+ */
+function auditCountDeltas(
+  entry: { action: string; actorId: string | null; targetId: string; at: string },
+  n: number,
+  into: Record<string, number> = {},
+): Record<string, number> {
+  const add = (key: string) => (into[key] = (into[key] ?? 0) + n);
+  add(CountKeys.audit());
+  add(CountKeys.auditByAction(entry.action));
+  if (entry.actorId !== null) {
+    add(CountKeys.auditByActor(entry.actorId));
+  }
+  add(CountKeys.auditByTarget(entry.targetId));
+  addCalendar(into, CountKeys.auditAt(), entry.at, n);
+  addCalendar(into, CountKeys.auditAt(entry.action), entry.at, n);
+  return into;
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService, type TxContext } from './database.service.js';
+import { CALENDAR_PREFIXES, type CalendarKey } from './calendar-counts.js';
 import { addCreated, addTotal, ORDER_RANGE_RECOUNT_SQL } from './order-range-keys.js';
 
 /** Counter rows per upsert statement when a transaction's deltas are written. */
@@ -201,6 +202,16 @@ export const CountKeys = {
   ordersByStatus: (status: string) => `orders:status:${status}`,
   rooms: () => 'rooms',
   messagesOfRoom: (roomId: string) => `messages:room:${roomId}`,
+  /** Audit entries (docs/admin.md "Audit log"): all, by action, by actor, by target. */
+  audit: () => 'audit',
+  auditByAction: (action: string) => `audit:action:${action}`,
+  auditByActor: (actorId: string) => `audit:actor:${actorId}`,
+  auditByTarget: (targetId: string) => `audit:target:${targetId}`,
+  /** Audit entries (of `action`, or all) by the calendar units of `at` (calendar-counts.ts). */
+  auditAt: (action?: string): CalendarKey => {
+    const base = action ? `audit:action:${action}:at:` : 'audit:at:';
+    return (prefix) => base + prefix;
+  },
 };
 
 /** The counters of the orders list across users: orders of live users (migration 1764400000024). */
@@ -209,11 +220,25 @@ export const ADMIN_RECOUNT_SQL: readonly string[] = [
   `SELECT 'orders:status:' || o.status AS scope, COUNT(*) AS n FROM orders o JOIN users u ON u.id = o.user_id WHERE u.deleted_at IS NULL GROUP BY o.status`,
 ];
 
+/** The audit log's counters (migration 1764500000001 backfilled them). */
+export const AUDIT_RECOUNT_SQL: readonly string[] = [
+  `SELECT 'audit' AS scope, COUNT(*) AS n FROM audit_events`,
+  `SELECT 'audit:action:' || action AS scope, COUNT(*) AS n FROM audit_events GROUP BY action`,
+  `SELECT 'audit:actor:' || actor_id AS scope, COUNT(*) AS n FROM audit_events WHERE actor_id IS NOT NULL GROUP BY actor_id`,
+  `SELECT 'audit:target:' || target_id AS scope, COUNT(*) AS n FROM audit_events GROUP BY target_id`,
+  ...CALENDAR_PREFIXES.flatMap((length) => [
+    `SELECT 'audit:at:' || substr(at, 1, ${length}) AS scope, COUNT(*) AS n FROM audit_events
+      GROUP BY substr(at, 1, ${length})`,
+    `SELECT 'audit:action:' || action || ':at:' || substr(at, 1, ${length}) AS scope, COUNT(*) AS n
+       FROM audit_events GROUP BY action, substr(at, 1, ${length})`,
+  ]),
+];
+
 /**
- * What each counter must equal: `scope, n` rows, dialect-neutral SQL (`||` concatenates on both).
- * The migration backfills with these and `reconcile()` compares with them.
+ * What each counter of the tables that existed when `list_counts` was made must equal: `scope, n`
+ * rows, dialect-neutral SQL (`||` concatenates on both). Migration 1764000000000 backfills with these.
  */
-export const RECOUNT_SQL: readonly string[] = [
+export const TABLE_RECOUNT_SQL: readonly string[] = [
   `SELECT 'users' AS scope, COUNT(*) AS n FROM users WHERE deleted_at IS NULL`,
   `SELECT 'users:role:' || role AS scope, COUNT(*) AS n FROM users WHERE deleted_at IS NULL GROUP BY role`,
   `SELECT 'posts' AS scope, COUNT(*) AS n FROM posts WHERE deleted_at IS NULL`,
@@ -225,3 +250,6 @@ export const RECOUNT_SQL: readonly string[] = [
   `SELECT 'rooms' AS scope, COUNT(*) AS n FROM rooms`,
   `SELECT 'messages:room:' || room_id AS scope, COUNT(*) AS n FROM messages GROUP BY room_id`,
 ];
+
+/** What every counter must equal: `reconcile()` (`npm run counts:check`) compares with these. */
+export const RECOUNT_SQL: readonly string[] = [...TABLE_RECOUNT_SQL, ...AUDIT_RECOUNT_SQL];

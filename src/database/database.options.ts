@@ -18,6 +18,7 @@ import { Webhooks1764400000022 } from './migrations/1764400000022-webhooks.js';
 import { AdminDashboards1764400000024 } from './migrations/1764400000024-admin-dashboards.js';
 import { OrdersRangeCovering1764400000030 } from './migrations/1764400000030-orders-range-covering.js';
 import { OrderRangeCounts1764500000000 } from './migrations/1764500000000-order-range-counts.js';
+import { AuditCounts1764500000001 } from './migrations/1764500000001-audit-counts.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   AdminDashboards1764400000024,
   OrdersRangeCovering1764400000030,
   OrderRangeCounts1764500000000,
+  AuditCounts1764500000001,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

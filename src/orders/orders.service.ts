@@ -245,7 +245,7 @@ export class OrdersService {
       });
       this.counters.add(tx, statusChangeDeltas(current, current.status, status));
       if (isAdmin(caller)) {
-        await this.audit.record(manager, {
+        await this.audit.record(tx, {
           actor: caller,
           action: 'order.status_changed',
           target: { type: 'order', id },

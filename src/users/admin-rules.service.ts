@@ -127,7 +127,7 @@ export class AdminRulesService {
         [CountKeys.usersByRole(entity.role)]: -1,
         [CountKeys.usersByRole(Role.ADMIN)]: 1,
       });
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: 'system',
         action: 'admin.promoted_at_boot',
         target: { type: 'user', id: entity.id },

@@ -126,7 +126,7 @@ export class UserAccountsService {
       this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
       await this.outbox.enqueue(tx, 'user.deleted', { id }, id);
       await this.counters.forgetOrdersOfUser(tx, id);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'user.deleted',
         target: { type: 'user', id },
@@ -202,7 +202,7 @@ export class UserAccountsService {
     }
     await this.records.update(tx, id, changes);
     if (changes.role !== undefined) {
-      await this.audit.record(tx.manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'user.role_changed',
         target: { type: 'user', id },
@@ -210,7 +210,7 @@ export class UserAccountsService {
       });
     }
     if (changes.passwordHash !== undefined && isAdmin(caller)) {
-      await this.audit.record(tx.manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'user.password_set',
         target: { type: 'user', id },

@@ -64,7 +64,7 @@ export class UserRecords {
   /** A user created by an ADMIN (POST /users, batch, GraphQL): audited in the same transaction. */
   async insertAudited(tx: TxContext, caller: Caller, input: CreateUserInput): Promise<User> {
     const user = await this.insert(tx, input);
-    await this.audit.record(tx.manager, {
+    await this.audit.record(tx, {
       actor: caller,
       action: 'user.created',
       target: { type: 'user', id: user.id },

@@ -120,9 +120,10 @@ export class WebhooksService {
       updated_at: now,
     };
     const created = toRestEndpoint(row);
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       await this.endpoints.insert(manager, row);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'webhook.created',
         target: { type: 'webhook', id: row.id },
@@ -155,7 +156,8 @@ export class WebhooksService {
     if (input.url !== undefined) {
       await this.checkUrl(input.url);
     }
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = isId('webhookEndpoint', id)
         ? await this.endpoints.findLocked(manager, id)
         : undefined;
@@ -178,7 +180,7 @@ export class WebhooksService {
       // null members of the row are written as they are, undefined ones are left alone
       await this.endpoints.update(manager, id, changes);
       const updated = toRestEndpoint({ ...row, ...stripUndefined(changes) });
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'webhook.updated',
         target: { type: 'webhook', id },
@@ -191,7 +193,8 @@ export class WebhooksService {
   /** Deletes the endpoint with its delivery log; idempotent callers get 404 the second time. */
   async deleteEndpoint(caller: Caller, id: string): Promise<void> {
     this.assertAdmin(caller);
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = isId('webhookEndpoint', id)
         ? await this.endpoints.findLocked(manager, id)
         : undefined;
@@ -200,7 +203,7 @@ export class WebhooksService {
       }
       await this.deliveries.deleteOfEndpoint(manager, id);
       await this.endpoints.delete(manager, id);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'webhook.deleted',
         target: { type: 'webhook', id },
@@ -213,7 +216,8 @@ export class WebhooksService {
    * receiving, its pending deliveries fail, and `disabled_reason` says why. No-op when already off.
    */
   async disableEndpoint(id: string, reason: string): Promise<void> {
-    const disabled = await this.db.transaction(async ({ manager }) => {
+    const disabled = await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = await this.endpoints.findLocked(manager, id);
       if (!row || Number(row.active) === 0) {
         return false;
@@ -225,7 +229,7 @@ export class WebhooksService {
         updated_at: now,
       });
       await this.deliveries.abandonEndpoint(manager, id, 'the endpoint was disabled', now);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: 'system',
         action: 'webhook.disabled',
         target: { type: 'webhook', id },

@@ -78,9 +78,10 @@ export class ApiKeysService {
       revoked_at: null,
       created_at: nowIso(),
     };
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       await this.keys.insert(manager, key, hash);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'api_key.created',
         target: { type: 'api_key', id: key.id },
@@ -131,9 +132,10 @@ export class ApiKeysService {
       return;
     }
     const revokedAt = nowIso();
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       await this.keys.revoke(manager, id, revokedAt);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'api_key.revoked',
         target: { type: 'api_key', id },

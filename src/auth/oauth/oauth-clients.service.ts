@@ -187,9 +187,10 @@ export class OAuthClientsService {
       previousSecretHash: null,
       previousSecretExpiresAt: null,
     };
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       await this.clients.insert(record, manager);
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'oauth_client.created',
         target: { type: 'oauth_client', id: record.clientId },
@@ -264,11 +265,12 @@ export class OAuthClientsService {
       tosUri: input.tos_uri === undefined ? client.tosUri : input.tos_uri,
       updatedAt: nowIso(),
     };
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       if (!(await this.clients.update(updated, manager))) {
         throw NotFound('OAuth client');
       }
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'oauth_client.updated',
         target: { type: 'oauth_client', id: clientId },
@@ -303,12 +305,13 @@ export class OAuthClientsService {
         overlapS > 0 ? new Date(Date.now() + overlapS * 1000).toISOString() : null,
       updatedAt: nowIso(),
     };
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       if (!(await this.clients.update(updated, manager))) {
         throw NotFound('OAuth client');
       }
       // the secret itself is never recorded: only that it was rotated, and until when the old one works
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'oauth_client.secret_rotated',
         target: { type: 'oauth_client', id: clientId },
@@ -328,9 +331,10 @@ export class OAuthClientsService {
     this.assertAdmin(caller);
     // artefacts first: a token request racing this one cannot find a grant without its client
     await this.artifacts.revokeClient(clientId);
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       if (await this.clients.delete(clientId, manager)) {
-        await this.audit.record(manager, {
+        await this.audit.record(tx, {
           actor: caller,
           action: 'oauth_client.deleted',
           target: { type: 'oauth_client', id: clientId },

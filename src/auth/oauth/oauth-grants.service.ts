@@ -76,11 +76,12 @@ export class OAuthGrantsService {
     if (grants.length === 0) {
       return;
     }
-    await this.db.transaction(async ({ manager }) => {
+    await this.db.transaction(async (tx) => {
+      const { manager } = tx;
       for (const grant of grants) {
         await this.artifacts.revokeGrant(grant.id, manager);
       }
-      await this.audit.record(manager, {
+      await this.audit.record(tx, {
         actor: caller,
         action: 'oauth_grant.revoked',
         target: { type: 'oauth_client', id: clientId },

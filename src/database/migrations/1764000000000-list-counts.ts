@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner, Table } from 'typeorm';
-import { RECOUNT_SQL } from '../counters.repository.js';
+import { TABLE_RECOUNT_SQL } from '../counters.repository.js';
 
 /**
  * `list_counts`: one exact row count per list and filter (see CountersRepository), maintained in the
@@ -19,7 +19,7 @@ export class ListCounts1764000000000 implements MigrationInterface {
         ],
       }),
     );
-    for (const sql of RECOUNT_SQL) {
+    for (const sql of TABLE_RECOUNT_SQL) {
       await q.query(`INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted`);
     }
   }

@@ -65,7 +65,7 @@ export class AdminDashboards1764400000024 implements MigrationInterface {
       );
     }
     for (const sql of ADMIN_RECOUNT_SQL) {
-      // a fresh database already counted them (ListCounts recounts with the current RECOUNT_SQL)
+      // a fresh database already counted them (ListCounts recounts with the current TABLE_RECOUNT_SQL)
       await q.query(
         `INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted WHERE true
          ON CONFLICT (scope) DO UPDATE SET n = excluded.n`,

@@ -5,7 +5,7 @@ import { ORDER_RANGE_RECOUNT_SQL } from '../order-range-keys.js';
  * The range counters of the orders list across users (src/database/order-range-keys.ts): the exact
  * total of a date or total filter becomes a sum of at most a few hundred counters instead of a COUNT
  * of every match. Backfilled from the tables; a fresh database has already counted them
- * (ListCounts recounts with the current RECOUNT_SQL), hence the upsert.
+ * (ListCounts recounts with the current TABLE_RECOUNT_SQL), hence the upsert.
  */
 export class OrderRangeCounts1764500000000 implements MigrationInterface {
   name = 'OrderRangeCounts1764500000000';
