@@ -31,32 +31,42 @@ function csvField(value: unknown): string {
 }
 
 /**
- * Sends `rows` (REST representations) as one line each: NDJSON, or CSV with a header line of
- * `columns` (nested members as JSON text). Pulled from the generator as the socket drains
- * (Readable.from honours backpressure), so memory stays at one database batch. A failure after the
- * first byte can only end the response early: the stream is destroyed and the client sees a
- * truncated body (no final line break).
+ * Sends `batches` of database rows as one line per row in their REST representation (`toRest`):
+ * NDJSON, or CSV with a header line of `columns` (nested members as JSON text). Pulled from the
+ * generator as the socket drains (Readable.from honours backpressure), so memory stays at one
+ * database batch (which its scan empties once it is written: releaseBatch in
+ * src/database/keyset.ts); the lines go out in chunks of 16 KB or more, each row mapped to its REST
+ * representation only while its line is made. A failure after the first byte can only end the
+ * response early: the stream is destroyed and the client sees a truncated body (no final line
+ * break).
  */
-export function sendExport<T extends object>(
+export function sendExport<R, T extends object>(
   reply: FastifyReply,
   type: ExportType,
   filename: string,
   columns: readonly (keyof T & string)[],
-  rows: AsyncIterable<T>,
+  batches: AsyncIterable<readonly R[]> | Iterable<readonly R[]>,
+  toRest: (row: R) => T,
 ): FastifyReply {
+  const line =
+    type === 'text/csv'
+      ? (row: R) => {
+          const rest = toRest(row);
+          return `${columns.map((c) => csvField(rest[c])).join(',')}\r\n`;
+        }
+      : (row: R) => `${JSON.stringify(toRest(row))}\n`;
   async function* lines(): AsyncGenerator<string> {
     if (type === 'text/csv') {
       yield `${columns.join(',')}\r\n`;
     }
     let chunk = '';
-    for await (const row of rows) {
-      chunk +=
-        type === 'text/csv'
-          ? `${columns.map((c) => csvField(row[c])).join(',')}\r\n`
-          : `${JSON.stringify(row)}\n`;
-      if (chunk.length >= 16_384) {
-        yield chunk;
-        chunk = '';
+    for await (const batch of batches) {
+      for (const row of batch) {
+        chunk += line(row);
+        if (chunk.length >= 16_384) {
+          yield chunk;
+          chunk = '';
+        }
       }
     }
     if (chunk !== '') {

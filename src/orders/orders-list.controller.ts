@@ -11,7 +11,7 @@ import { PublicUrl } from '../http/public-url.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
 import { OrderResponse } from './dto/order.response.js';
 import { ORDERS_ALL_LIST_SPEC, OrdersListService } from './orders-list.service.js';
-import { toRestOrder } from './orders.mapper.js';
+import { orderFromRow, toRestOrder } from './orders.mapper.js';
 
 const ORDER_EXPORT_COLUMNS = [
   'id',
@@ -69,12 +69,9 @@ export class OrdersListController {
   ) {
     // `Accept` is optional (NDJSON by default): read here, not declared as a required header
     const type = exportType(reply.request.headers.accept);
-    const rows = await this.orders.exportRows(caller, query);
-    async function* rest() {
-      for await (const order of rows) {
-        yield toRestOrder(order);
-      }
-    }
-    return sendExport(reply, type, 'orders', ORDER_EXPORT_COLUMNS, rest());
+    const batches = await this.orders.exportRows(caller, query);
+    return sendExport(reply, type, 'orders', ORDER_EXPORT_COLUMNS, batches, (row) =>
+      toRestOrder(orderFromRow(row)),
+    );
   }
 }

@@ -237,27 +237,20 @@ export class OrdersListService {
     return n;
   }
 
-  /** The export's rows: ADMIN only, the list's filters and sort. */
+  /**
+   * The export's rows: ADMIN only, the list's filters and sort; database rows in keyset batches
+   * (`orderFromRow` makes each an order), emptied once their reader is done with them.
+   */
   async exportRows(
     caller: MaybeCaller,
     rawQuery: Record<string, unknown>,
-  ): Promise<AsyncGenerator<Order>> {
+  ): Promise<AsyncIterable<OrderRow[]> | Iterable<OrderRow[]>> {
     this.requireAdminCaller(caller);
     const { query, filter } = this.parse(rawQuery);
     const resolved = await this.resolve(caller, filter);
-    const rows = this.orders;
-    return (async function* () {
-      if (resolved.empty) {
-        return;
-      }
-      for await (const row of rows.scanAcrossUsers(
-        resolved.filter,
-        resolved.liveOwner,
-        query.sort,
-      )) {
-        yield orderFromRow(row);
-      }
-    })();
+    return resolved.empty
+      ? []
+      : this.orders.scanAcrossUsers(resolved.filter, resolved.liveOwner, query.sort);
   }
 
   cursorOf(row: OrderRow, query: ListQuery): string {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { encodeListCursor, keysetAfterSql, orderKeyOf } from '../database/keyset.js';
+import { encodeListCursor, keysetAfterSql, orderKeyOf, releaseBatch } from '../database/keyset.js';
 import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage, type ListPage } from '../database/list-page.js';
@@ -222,13 +222,14 @@ export class OrdersRepository {
 
   /**
    * Every matching order in the list's order, in batches of EXPORT_BATCH rows, each batch a keyset
-   * range after the previous one: memory stays at one batch whatever the number of rows.
+   * range after the previous one: memory stays at one batch whatever the number of rows. Each batch
+   * is yielded whole and emptied once its reader is done with it (releaseBatch).
    */
   async *scanAcrossUsers(
     filter: OrderFilter,
     liveOwner: boolean,
     sort: readonly SortTerm[],
-  ): AsyncGenerator<OrderRow> {
+  ): AsyncGenerator<OrderRow[]> {
     let after: { values: (string | number)[]; id: string } | undefined;
     for (;;) {
       const params: unknown[] = [];
@@ -242,10 +243,7 @@ export class OrdersRepository {
          ORDER BY ${orderBySql([...sort], ORDER_SORT_COLUMNS)} LIMIT ${this.db.p(params.length)}`,
         params,
       );
-      for (const row of rows) {
-        yield row;
-      }
-      if (rows.length < EXPORT_BATCH) {
+      if (rows.length === 0) {
         return;
       }
       const last = rows[rows.length - 1] as OrderRow & Record<string, string | number>;
@@ -255,6 +253,12 @@ export class OrdersRepository {
         ),
         id: last.id,
       };
+      const full = rows.length === EXPORT_BATCH;
+      yield rows;
+      releaseBatch(rows);
+      if (!full) {
+        return;
+      }
     }
   }
 

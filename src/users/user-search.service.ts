@@ -5,7 +5,7 @@ import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { MAX_SEARCH_WORDS } from '../database/search-query.js';
 import type { User } from './user.js';
-import { userFromRow } from './users.mapper.js';
+import { userFromRow, type UserRow } from './users.mapper.js';
 import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';
 
 /** The users list's sort columns (as in UsersService). */
@@ -51,22 +51,20 @@ export class UserSearchService {
     return { data: rows.map(userFromRow), meta: { page: query.page, limit: query.limit, total } };
   }
 
-  /** The users export: ADMIN only; the list's `role` filter and sort, every live user. */
+  /**
+   * The users export: ADMIN only; the list's `role` filter and sort, every live user, as database
+   * rows in keyset batches (`userFromRow` makes each a user), emptied once their reader is done.
+   */
   async exportRows(
     caller: MaybeCaller,
     rawQuery: Record<string, unknown>,
-  ): Promise<AsyncGenerator<User>> {
+  ): Promise<AsyncIterable<UserRow[]>> {
     requireCaller(caller);
     if (!isAdmin(caller)) {
       throw Forbidden('Only administrators can export');
     }
     const query = parseListQuery(rawQuery, USER_EXPORT_SPEC);
-    const rows = this.users.scanForExport(query.filters.role, query.sort, SORT_COLUMNS);
-    return (async function* () {
-      for await (const row of rows) {
-        yield userFromRow(row);
-      }
-    })();
+    return this.users.scanForExport(query.filters.role, query.sort, SORT_COLUMNS);
   }
 
   /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */

@@ -8,7 +8,7 @@ import { exportType, sendExport } from '../common/export-stream.js';
 import { ApiDoc, ApiExport } from '../common/openapi/decorators.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
 import { UserResponse } from './dto/user.response.js';
-import { toRestUser } from './users.mapper.js';
+import { toRestUser, userFromRow } from './users.mapper.js';
 import { USER_EXPORT_SPEC, UserSearchService } from './user-search.service.js';
 
 const USER_EXPORT_COLUMNS = [
@@ -41,12 +41,9 @@ export class UsersExportController {
   ) {
     // `Accept` is optional (NDJSON by default): read here, not declared as a required header
     const type = exportType(reply.request.headers.accept);
-    const rows = await this.users.exportRows(caller, query);
-    async function* rest() {
-      for await (const user of rows) {
-        yield toRestUser(user, caller);
-      }
-    }
-    return sendExport(reply, type, 'users', USER_EXPORT_COLUMNS, rest());
+    const batches = await this.users.exportRows(caller, query);
+    return sendExport(reply, type, 'users', USER_EXPORT_COLUMNS, batches, (row) =>
+      toRestUser(userFromRow(row), caller),
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { Role } from '../identity/role.js';
-import { keysetAfterSql } from '../database/keyset.js';
+import { keysetAfterSql, releaseBatch } from '../database/keyset.js';
 import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { CredentialUsers } from '../identity/credential-users.js';
@@ -380,14 +380,15 @@ const EXPORT_BATCH = 500;
 
 /**
  * Every live user (of `role`) in the order of `sort` (columns whitelisted by the caller), in keyset
- * batches of EXPORT_BATCH rows: memory stays at one batch (the users export).
+ * batches of EXPORT_BATCH rows: memory stays at one batch (the users export). Each batch is yielded
+ * whole and emptied once its reader is done with it (releaseBatch).
  */
 export async function* scanUsers(
   db: DatabaseService,
   role: string | undefined,
   sort: readonly SortTerm[],
   columns: Record<string, string>,
-): AsyncGenerator<UserRow> {
+): AsyncGenerator<UserRow[]> {
   let after: { values: (string | number)[]; id: string } | undefined;
   for (;;) {
     const params: unknown[] = [];
@@ -405,12 +406,17 @@ export async function* scanUsers(
        ORDER BY ${orderBySql([...sort], columns)} LIMIT ${db.p(params.length)}`,
       params,
     );
-    yield* rows;
-    if (rows.length < EXPORT_BATCH) {
+    if (rows.length === 0) {
       return;
     }
     const last = rows[rows.length - 1] as UserRow & Record<string, string | number>;
     after = { values: sort.map((t) => last[columns[t.field]]), id: last.id };
+    const full = rows.length === EXPORT_BATCH;
+    yield rows;
+    releaseBatch(rows);
+    if (!full) {
+      return;
+    }
   }
 }
 
