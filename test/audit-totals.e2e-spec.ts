@@ -5,7 +5,8 @@ import { CountersRepository } from '../src/database/counters.repository.js';
 import { DatabaseService } from '../src/database/database.service.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
 import { createUser, tokenFor, type CreatedUser } from './helpers/factories.js';
-import { client, type Client, type TestResponse } from './helpers/http.js';
+import { client, type Client } from './helpers/http.js';
+import { listAll as listAllOf } from './helpers/list-all.js';
 import { gql } from './graphql-client.js';
 
 /**
@@ -26,23 +27,7 @@ describe('audit log totals', () => {
   const actions = ['user.created', 'user.role_changed', 'api_key.created', 'order.status_changed'];
   const instants: string[] = [];
 
-  async function listAll(query: string): Promise<{ total: number; rows: number }> {
-    let url: string | undefined = `/api/v1/audit-events?limit=100&${query}`;
-    let total = -1;
-    let rows = 0;
-    while (url) {
-      const res: TestResponse = await admin.get(url);
-      expect(res.status, `${query}: ${res.text}`).toBe(200);
-      if (total < 0) {
-        total = res.body.meta.total as number;
-      }
-      rows += (res.body.data as unknown[]).length;
-      url = /<([^>]+)>; rel="next"/
-        .exec(res.headers.get('link') ?? '')?.[1]
-        ?.replace(/^http:\/\/atrium\.test/, '');
-    }
-    return { total, rows };
-  }
+  const listAll = (query: string) => listAllOf(admin, `/api/v1/audit-events?limit=100&${query}`);
 
   beforeAll(async () => {
     t = await startApp();

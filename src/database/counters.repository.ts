@@ -182,6 +182,23 @@ export class CountersRepository {
   }
 }
 
+/**
+ * Writes the counters `recount` yields (`scope, n` rows), replacing any already there: a migration
+ * adding counters to a database whose `list_counts` exists (a fresh database may have counted them
+ * already, with the current TABLE_RECOUNT_SQL).
+ */
+export async function backfillCounters(
+  q: { query(sql: string): Promise<unknown> },
+  recount: readonly string[],
+): Promise<void> {
+  for (const sql of recount) {
+    await q.query(
+      `INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted WHERE true
+       ON CONFLICT (scope) DO UPDATE SET n = excluded.n`,
+    );
+  }
+}
+
 export interface CounterMismatch {
   key: string;
   stored: number;

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableIndex } from 'typeorm';
-import { ADMIN_RECOUNT_SQL } from '../counters.repository.js';
+import { ADMIN_RECOUNT_SQL, backfillCounters } from '../counters.repository.js';
 
 /**
  * Admin dashboards (docs/admin.md):
@@ -64,13 +64,7 @@ export class AdminDashboards1764400000024 implements MigrationInterface {
         `CREATE INDEX ix_users_email_prefix ON users (email_normalized) WHERE deleted_at IS NULL`,
       );
     }
-    for (const sql of ADMIN_RECOUNT_SQL) {
-      // a fresh database already counted them (ListCounts recounts with the current TABLE_RECOUNT_SQL)
-      await q.query(
-        `INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted WHERE true
-         ON CONFLICT (scope) DO UPDATE SET n = excluded.n`,
-      );
-    }
+    await backfillCounters(q, ADMIN_RECOUNT_SQL);
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { backfillCounters } from '../counters.repository.js';
 import { ORDER_RANGE_RECOUNT_SQL } from '../order-range-keys.js';
 
 /**
@@ -11,12 +12,7 @@ export class OrderRangeCounts1764500000000 implements MigrationInterface {
   name = 'OrderRangeCounts1764500000000';
 
   async up(q: QueryRunner): Promise<void> {
-    for (const sql of ORDER_RANGE_RECOUNT_SQL) {
-      await q.query(
-        `INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted WHERE true
-         ON CONFLICT (scope) DO UPDATE SET n = excluded.n`,
-      );
-    }
+    await backfillCounters(q, ORDER_RANGE_RECOUNT_SQL);
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { AUDIT_RECOUNT_SQL } from '../counters.repository.js';
+import { AUDIT_RECOUNT_SQL, backfillCounters } from '../counters.repository.js';
 
 /**
  * Counters of the audit log (`list_counts`: all entries, by action, actor and target, and by the
@@ -10,12 +10,7 @@ export class AuditCounts1764500000001 implements MigrationInterface {
   name = 'AuditCounts1764500000001';
 
   async up(q: QueryRunner): Promise<void> {
-    for (const sql of AUDIT_RECOUNT_SQL) {
-      await q.query(
-        `INSERT INTO list_counts (scope, n) SELECT scope, n FROM (${sql}) counted WHERE true
-         ON CONFLICT (scope) DO UPDATE SET n = excluded.n`,
-      );
-    }
+    await backfillCounters(q, AUDIT_RECOUNT_SQL);
   }
 
   async down(q: QueryRunner): Promise<void> {
