@@ -11,6 +11,7 @@ import {
 } from './helpers/factories.js';
 import { client, type Client, type TestResponse } from './helpers/http.js';
 import { codes, gql } from './graphql-client.js';
+import { connect } from './subscriptions-helpers.js';
 
 /**
  * Admin dashboards (docs/admin.md): the orders list across users, the user search, the audit log
@@ -271,6 +272,42 @@ describe('admin dashboards', () => {
       const delEntries = await entries('user.deleted', id);
       expect(delEntries).toHaveLength(1);
       expect(delEntries[0].request_id).toBe(del.headers.get('x-request-id'));
+    });
+
+    it('a change over GraphQL records its HTTP request id and address; over a WebSocket neither', async () => {
+      const u = await createUser(t.url);
+      const auth = { bearer: (await tokenHeader()).slice('Bearer '.length) };
+      const mutation = (role: string) =>
+        `mutation { updateUser(id: "${u.id}", input: { role: ${role} }) { id role } }`;
+      const overHttp = await gql(t.url, mutation('ADMIN'), { auth });
+      expect(overHttp.body.errors).toBeUndefined();
+      const [http] = await entries('user.role_changed', u.id);
+      expect(http).toMatchObject({
+        changes: { role: ['USER', 'ADMIN'] },
+        request_id: overHttp.headers.get('x-request-id'),
+      });
+      expect(http.ip).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+
+      const socket = await connect(t.url, auth);
+      try {
+        const result = await new Promise<{ errors?: unknown }>((resolve, reject) => {
+          let value: { errors?: unknown } = {};
+          socket.client.subscribe(
+            { query: mutation('USER') },
+            { next: (v) => (value = v), error: reject, complete: () => resolve(value) },
+          );
+        });
+        expect(result.errors).toBeUndefined();
+      } finally {
+        await socket.dispose();
+      }
+      const both = await entries('user.role_changed', u.id);
+      expect(both).toHaveLength(2);
+      expect(both[0]).toMatchObject({
+        changes: { role: ['ADMIN', 'USER'] },
+        request_id: null,
+        ip: null,
+      });
     });
 
     it('a refused change writes nothing; the last-admin refusal writes admin.removal_refused', async () => {
