@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventsService, TOPICS } from '../src/events/events.service.js';
 import { startApp, type TestApp } from './helpers/app.js';
-import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
-import { listening, rawSocket, until } from './subscriptions-helpers.js';
+import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
+import { listening, newRoom, rawSocket, until } from './subscriptions-helpers.js';
 
 type Raw = Awaited<ReturnType<typeof rawSocket>>;
 
@@ -48,8 +48,7 @@ describe('fan-out to many sockets', () => {
   });
 
   it('sends the sockets of one credential the same bytes, and shapes each other credential’s by its own rights', async () => {
-    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
-    const roomId = room.body.data.id as string;
+    const roomId = await newRoom(author);
     const readers = await Promise.all([1, 2, 3].map(() => open(t.url, reader.token)));
     const self = await open(t.url, author.token);
     const admin = await open(t.url, adminToken);
@@ -98,8 +97,7 @@ describe('batched event charges', () => {
   it('charges an event fanned out to one identity’s sockets together; when the sum does not fit, exactly those that fit pass', async () => {
     const author = await createUser(t.url);
     const reader = await createUser(t.url);
-    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
-    const roomId = room.body.data.id as string;
+    const roomId = await newRoom(author);
     const readers = await Promise.all([1, 2, 3].map(() => open(t.url, reader.token)));
     try {
       readers.forEach((s) =>
@@ -161,8 +159,7 @@ describe('a group of subscribers', () => {
   it('keeps serving the rest of a group when one operation completes, and two operations of one socket each get theirs', async () => {
     const author = await createUser(t.url);
     const reader = await createUser(t.url);
-    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
-    const roomId = room.body.data.id as string;
+    const roomId = await newRoom(author);
     const sockets = await Promise.all([1, 2].map(() => open(t.url, reader.token)));
     const [a, b] = sockets;
     try {
@@ -208,8 +205,7 @@ describe('a group of subscribers', () => {
   it('closes a subscriber that stops reading with 1013 once its unsent events pass WS_SEND_BUFFER_BYTES, and the rest of its group gets every event', async () => {
     const author = await createUser(t.url);
     const reader = await createUser(t.url);
-    const room = await author.client.post('/api/v1/rooms', { name: unique('room-') });
-    const roomId = room.body.data.id as string;
+    const roomId = await newRoom(author);
     const [slow, fine] = await Promise.all([1, 2].map(() => open(t.url, reader.token)));
     try {
       const subscribe = (s: Raw, id: string) =>

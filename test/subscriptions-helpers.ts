@@ -3,7 +3,15 @@ import { expect } from 'vitest';
 import WebSocket from 'ws';
 import { EventsService } from '../src/events/events.service.js';
 import type { TestApp } from './helpers/app.js';
+import { unique, type CreatedUser } from './helpers/factories.js';
 import { authHeaders, request, type Credentials } from './helpers/http.js';
+
+/** A new room of `user` (REST); its id. */
+export async function newRoom(user: CreatedUser): Promise<string> {
+  const res = await user.client.post('/api/v1/rooms', { name: unique('room-') });
+  expect(res.status).toBe(201);
+  return res.body.data.id as string;
+}
 
 /** A GraphQL operation over HTTP. */
 export async function gql(

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventsService, TOPICS } from '../src/events/events.service.js';
 import { startApp, startPair, usingRedis, type TestApp } from './helpers/app.js';
-import { createUser, unique, type CreatedUser } from './helpers/factories.js';
+import { createUser, type CreatedUser } from './helpers/factories.js';
 import { client } from './helpers/http.js';
 import {
   connect,
@@ -9,6 +9,7 @@ import {
   listening,
   rawSocket,
   subscribe,
+  newRoom,
   until,
   type Socket,
   type Subscription,
@@ -24,12 +25,6 @@ interface Added {
 }
 
 type Errors = { message: string; extensions?: { code?: string; details?: unknown[] } }[];
-
-async function newRoom(user: CreatedUser): Promise<string> {
-  const res = await user.client.post('/api/v1/rooms', { name: unique('room-') });
-  expect(res.status).toBe(201);
-  return res.body.data.id as string;
-}
 
 /** Sends over GraphQL and returns the message's cursor (what a client stores). */
 async function sendForCursor(base: string, user: CreatedUser, roomId: string, content: string) {
