@@ -44,6 +44,7 @@ import {
   secondsUntil,
   writeRateLimitHeaders,
 } from './rate-limit/rate-limit.service.js';
+import { registerRouteUrl, routeUrl } from './http/route-url.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -103,6 +104,7 @@ export async function createApp(
     corsOrigins: config.corsOrigins,
     bodyShape: { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems },
   };
+  registerRouteUrl(fastify);
   registerHttpHooks(adapter, httpHooks);
   // GraphQL over HTTP answers a refused body shape in its own error shape (still 400)
   fastify.addHook('onSend', (req, _reply, payload, done) => {
@@ -116,7 +118,7 @@ export async function createApp(
   // GET /graphql carries its variables and extensions as JSON in the query string: same bounds
   const bodyShape = { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems };
   fastify.addHook('onRequest', (req, reply, done) => {
-    if (req.method !== 'GET' || req.routeOptions.url !== '/graphql') {
+    if (req.method !== 'GET' || routeUrl(req) !== '/graphql') {
       done();
       return;
     }
@@ -172,9 +174,12 @@ export async function createApp(
   registerIdempotencyHook(fastify);
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
-    metrics.httpDuration
-      .labels(req.method, req.routeOptions.url ?? 'unmatched', String(reply.statusCode))
-      .observe(reply.elapsedTime / 1000);
+    metrics.recordHttp(
+      req.method,
+      routeUrl(req) ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     done();
   });
 

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../common/errors.js';
 import { etagOf, noneMatchHits } from '../http/etag.js';
 import { sendError } from '../http/http-exception.filter.js';
+import { routeUrl } from '../http/route-url.js';
 
 /**
  * The development landing page of /graphql: GraphiQL served entirely by this application (docs/graphql.md,
@@ -236,7 +237,7 @@ export function registerLandingPage(fastify: FastifyInstance, path: string): voi
   });
   fastify.addHook('onSend', (req, reply, payload, done) => {
     if (
-      req.url.split('?', 1)[0] === path &&
+      routeUrl(req) === path &&
       String(reply.getHeader('content-type') ?? '').startsWith('text/html')
     ) {
       void reply.header('Content-Security-Policy', LANDING_PAGE_CSP);

@@ -3,6 +3,7 @@ import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
 import { acceptsGraphqlResult, prefersHtml, wantsGraphqlResponseJson } from './media-type.js';
+import { routeUrl } from '../http/route-url.js';
 
 /**
  * Bounds on GraphQL `variables` of WebSocket operations (docs/graphql.md "Limits"), the defaults of
@@ -111,7 +112,7 @@ function send(
  */
 export function registerRequestLimits(fastify: FastifyInstance, path: string): void {
   fastify.addHook('preHandler', (req, reply, done) => {
-    if ((req.method !== 'POST' && req.method !== 'GET') || req.url.split('?', 1)[0] !== path) {
+    if ((req.method !== 'POST' && req.method !== 'GET') || routeUrl(req) !== path) {
       done();
       return;
     }

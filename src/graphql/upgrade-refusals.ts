@@ -149,7 +149,7 @@ export class UpgradeRefusals {
   ): void {
     const method = req.method ?? 'GET';
     const seconds = (performance.now() - started) / 1000;
-    this.metrics.httpDuration.labels(method, 'upgrade', String(answer.status)).observe(seconds);
+    this.metrics.recordHttp(method, 'upgrade', answer.status, seconds);
     const log = this.adapterHost.httpAdapter.getInstance<FastifyInstance>().log;
     const line = {
       request_id: requestId,

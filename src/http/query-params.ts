@@ -1,6 +1,7 @@
 import type { OpenAPIObject, ParameterObject, ReferenceObject } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
+import { routeUrl } from './route-url.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
@@ -62,7 +63,7 @@ export class QueryParamsCheck {
 
   /** Throws 400 for undocumented or repeated parameters. */
   check(req: FastifyRequest): void {
-    const url = req.routeOptions.url;
+    const url = routeUrl(req);
     const allowed = url === undefined ? undefined : this.routes.get(routeKey(req.method, url));
     if (allowed === undefined) {
       return;

@@ -17,6 +17,7 @@ import { DatabaseService } from '../database/database.service.js';
 import { IdempotencyRepository, type StoredResponse } from './idempotency.repository.js';
 
 import { IDEMPOTENCY_HEADER } from '../common/openapi/headers.js';
+import { routeUrl } from '../http/route-url.js';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** 1 to 255 visible ASCII characters (a UUID, a ULID, any client-chosen token). */
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
@@ -69,7 +70,7 @@ function scopeOf(req: FastifyRequest & { caller?: Caller }): string {
  * plainly spelled path is its own canonical form.
  */
 function routeOf(req: FastifyRequest): string {
-  const pattern = req.routeOptions.url;
+  const pattern = routeUrl(req);
   if (!pattern) {
     return req.url.split('?', 1)[0] ?? '';
   }
@@ -198,12 +199,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
  */
 export function registerIdempotencyHook(fastify: FastifyInstance): void {
   const logger = new Logger('Idempotency');
-  fastify.addHook('onSend', async (req, reply, payload) => {
-    const state = states.get(req);
-    if (!state) {
-      return payload;
-    }
-    states.delete(req);
+  const settle = async (
+    state: RequestState,
+    reply: FastifyReply,
+    payload: unknown,
+  ): Promise<unknown> => {
     if (state.kind === 'replay-if-allowed' && reply.statusCode >= 300) {
       return payload; // what a fresh request gets now: the refusal, not the stored response
     }
@@ -237,5 +237,18 @@ export function registerIdempotencyHook(fastify: FastifyInstance): void {
       logger.error({ err }, 'could not record the Idempotency-Key result');
     }
     return payload;
+  };
+  // a callback hook: the requests without a claimed key (every read) pass without a promise
+  fastify.addHook('onSend', (req, reply, payload, done) => {
+    const state = states.get(req);
+    if (!state) {
+      done(null, payload);
+      return;
+    }
+    states.delete(req);
+    settle(state, reply, payload).then(
+      (body) => done(null, body),
+      (err: unknown) => done(err instanceof Error ? err : new Error(String(err))),
+    );
   });
 }

@@ -196,6 +196,8 @@ export class MetricsService {
   private poolReader?: () => PoolUsage | undefined;
   private readonly operationSeries = new Map<string, OperationSeries>();
   private readonly decisionSeries = new Map<string, CounterSeries>();
+  /** httpDuration's series by method, route pattern and status (a bounded set: patterns, not paths). */
+  private readonly httpSeries = new Map<string, HistogramSeries>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'atrium_' });
@@ -240,6 +242,17 @@ export class MetricsService {
     if (cost !== undefined) {
       series.cost.observe(cost);
     }
+  }
+
+  /** One answered HTTP request (`route`: the route pattern, `unmatched` or `upgrade`). */
+  recordHttp(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${route} ${status}`;
+    let series = this.httpSeries.get(key);
+    if (!series) {
+      series = this.httpDuration.labels(method, route, String(status));
+      this.httpSeries.set(key, series);
+    }
+    series.observe(seconds);
   }
 
   recordQuery(seconds: number, ok: boolean): void {

@@ -9,10 +9,11 @@ import {
   CREDENTIAL_ROUTES,
   RateLimitService,
 } from './rate-limit.service.js';
+import { routeUrl } from '../http/route-url.js';
 
 /** Limited: everything under /api/ (the REST API). Health probes, metrics and docs are not. */
 function limitedPath(req: FastifyRequest): boolean {
-  return (req.routeOptions.url ?? req.url).startsWith('/api/');
+  return (routeUrl(req) ?? req.url).startsWith('/api/');
 }
 
 /**
@@ -35,7 +36,7 @@ export class RequestLimit {
     if (!this.limits.enabled || !limitedPath(req)) {
       return;
     }
-    const credentialRoute = req.method === 'POST' && CREDENTIAL_ROUTES.has(req.routeOptions.url!);
+    const credentialRoute = req.method === 'POST' && CREDENTIAL_ROUTES.has(routeUrl(req)!);
     const [bucket, tracker, limit, windowS] = credentialRoute
       ? [
           BUCKET_AUTH,
