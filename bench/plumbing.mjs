@@ -22,9 +22,9 @@ export async function post(url, body, headers = {}) {
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
 
-/** Waits until `url` answers 200, failing when `child` exits first or after 60 s. */
-export async function waitReady(child, url) {
-  const deadline = Date.now() + 60_000;
+/** Waits until `url` answers 200, failing when `child` exits first or after `timeoutMs` (60 s). */
+export async function waitReady(child, url, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       throw new Error(`app exited with ${child.exitCode} before it was ready`);

@@ -3,6 +3,7 @@
 //                      [--compare <another checkout, built>]   (its app scenarios interleaved with ours)
 //        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
 //        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
+//        npm run bench -- --instructions [--compare <checkout>]   (instructions per request: bench/instructions.mjs)
 //        npm run bench -- --webhooks   (10,000 events to 10 endpoints, one failing half the time: bench/webhooks.mjs)
 // Environment:
 //   BENCH_DURATION      seconds per scenario (default 10)
@@ -15,6 +16,9 @@
 //                       (default: the first two CPUs this process may use)
 //   BENCH_NO_PIN=1      do not pin anything
 //   BENCH_APP_NODE_ARGS extra node flags for the app, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+//   BENCH_EQUAL_LOAD=1  also measure each app scenario and the bare handler at the same traffic
+//                       (80% of the app's req/s, evenly paced: bench/paced-load.mjs); the column
+//                       `CPU vs bare, same req/s` (bench/README.md)
 //   BENCH_FANOUT_SUBSCRIBERS, BENCH_FANOUT_RATE   fan-out scenario: subscribers (200), messages/s (50)
 // See bench/README.md for how to read the table.
 import autocannon from 'autocannon';
@@ -28,6 +32,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runFanout } from './fanout.mjs';
+import { pacedLoad } from './paced-load.mjs';
 import { oauthAccessToken } from './oauth-token.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -45,6 +50,7 @@ const { values: args } = parseArgs({
     scale: { type: 'boolean', default: false },
     abuse: { type: 'boolean', default: false },
     webhooks: { type: 'boolean', default: false },
+    instructions: { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -54,6 +60,13 @@ const { values: args } = parseArgs({
 if (args.abuse) {
   const { runAbuse } = await import('./abuse.mjs');
   await runAbuse();
+  process.exit(0);
+}
+
+// `--instructions`: instructions per request under valgrind's callgrind (bench/instructions.mjs)
+if (args.instructions) {
+  const { runInstructions } = await import('./instructions.mjs');
+  await runInstructions({ root: ROOT, compare: args.compare });
   process.exit(0);
 }
 
@@ -81,6 +94,7 @@ const settings = {
   fanoutRate: positiveNumber('BENCH_FANOUT_RATE', 50),
   fanoutRooms: positiveNumber('BENCH_FANOUT_ROOMS', 1),
   fanoutInstances: positiveNumber('BENCH_FANOUT_INSTANCES', 1),
+  equalLoad: process.env.BENCH_EQUAL_LOAD === '1',
 };
 if (settings.fanoutInstances > 2 || (settings.fanoutInstances === 2 && !process.env.REDIS_URL)) {
   throw new Error(
@@ -390,6 +404,28 @@ async function main() {
         roundBase?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0
           ? row.cpuUsPerReq / roundBase.cpuUsPerReq
           : undefined;
+      const bareScenario = scenarios.find((s) => s.baseline);
+      if (settings.equalLoad && scenario.target === 'app' && bareScenario && row.reqPerSec > 0) {
+        // the same traffic to both: each server paced at 80% of this scenario's saturated req/s.
+        // At its own saturation the bare server takes several requests per wake-up; at a given
+        // traffic both pay the same wake-ups (bench/paced-load.mjs)
+        const rate = Math.round(row.reqPerSec * 0.8);
+        const app = await measure(scenario, { rate });
+        const bare = await measure(bareScenario, { rate });
+        // a failed request in either paced run spoils the figure: counted with the row's failures
+        for (const paced of [app, bare]) {
+          row.non2xx += paced.non2xx;
+          row.errors += paced.errors;
+          row.timeouts += paced.timeouts;
+        }
+        row.sameRate = rate;
+        row.sameRateCpu = app.cpuUsPerReq;
+        row.bareSameRateCpu = bare.cpuUsPerReq;
+        row.cpuRatioSameRate =
+          bare.cpuUsPerReq > 0 && app.cpuUsPerReq > 0
+            ? app.cpuUsPerReq / bare.cpuUsPerReq
+            : undefined;
+      }
       roundRows.set(scenario.name, row);
       const ours = roundRows.get(scenario.name.replace(/ @compare$/, ''));
       if (scenario.name.endsWith(' @compare') && ours?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0) {
@@ -399,7 +435,11 @@ async function main() {
       console.log(
         `  ${settings.rounds > 1 ? `round ${round + 1}: ` : ''}${row.scenario}: ` +
           `${fmt(row.reqPerSec, 0)} req/s, p99 ${fmt(row.p99Ms, 0)} ms, ` +
-          `CPU ${fmt(row.cpuUsPerReq, 1)} µs/request (${fmt(row.cpuRatio, 2)}x bare), non-2xx ${row.non2xx}, errors ${row.errors}`,
+          `CPU ${fmt(row.cpuUsPerReq, 1)} µs/request (${fmt(row.cpuRatio, 2)}x bare` +
+          (row.cpuRatioSameRate !== undefined
+            ? `; at ${row.sameRate} req/s each: ${fmt(row.sameRateCpu, 1)} vs ${fmt(row.bareSameRateCpu, 1)} µs, ${fmt(row.cpuRatioSameRate, 2)}x`
+            : '') +
+          `), non-2xx ${row.non2xx}, errors ${row.errors}`,
       );
     }
   }
@@ -609,9 +649,20 @@ async function startAppWithData(name, mainJs, pin) {
 }
 
 /** One measured load of a scenario: throughput, latency and the server's CPU time per request. */
-async function measure(scenario) {
+async function measure(scenario, { rate } = {}) {
   const cpuBefore = cpuMs(scenario.pid);
-  const r = await load(scenario, settings.duration);
+  const r =
+    rate === undefined
+      ? await load(scenario, settings.duration)
+      : await pacedLoad({
+          url: scenario.url,
+          method: scenario.method ?? 'GET',
+          headers: requestHeaders(scenario),
+          body: requestBody(scenario),
+          rate,
+          duration: settings.duration,
+          connections: settings.connections,
+        });
   const cpuAfter = cpuMs(scenario.pid);
   return {
     scenario: scenario.name,
@@ -649,6 +700,9 @@ function medianRow(rows) {
     p99Ms: median('p99Ms'),
     cpuUsPerReq: median('cpuUsPerReq'),
     cpuRatio: median('cpuRatio'),
+    cpuRatioSameRate: median('cpuRatioSameRate'),
+    sameRateCpu: median('sameRateCpu'),
+    bareSameRateCpu: median('bareSameRateCpu'),
     cpuVsCompare: median('cpuVsCompare'),
     cpuRounds: rows.map((r) => r.cpuUsPerReq),
     total: sum('total'),
@@ -936,6 +990,7 @@ function printTable(results) {
     'vs bare',
     'µs CPU/request',
     'CPU vs bare',
+    ...(settings.equalLoad ? ['CPU vs bare, same req/s'] : []),
   ];
   const rows = results.map((r) => [
     r.scenario,
@@ -946,6 +1001,9 @@ function printTable(results) {
     r.ratio === null ? '-' : `${fmt(r.ratio, 2)}x`,
     r.fanout ? '-' : fmt(r.cpuUsPerReq, 1),
     r.cpuRatio === null ? '-' : `${fmt(r.cpuRatio, 2)}x`,
+    ...(settings.equalLoad
+      ? [typeof r.cpuRatioSameRate === 'number' ? `${fmt(r.cpuRatioSameRate, 2)}x` : '-']
+      : []),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells) =>
