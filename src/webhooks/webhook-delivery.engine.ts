@@ -674,30 +674,39 @@ export class WebhookDeliveryEngine implements OnApplicationBootstrap, OnModuleDe
       }
       s.failedSince ??= at;
     }
+    /** The endpoints whose failing streak this batch starts or goes on with, and those it ends. */
+    const marking: { id: string; failedSince: string }[] = [];
+    const recovered: string[] = [];
+    for (const [id, { failedSince }] of state) {
+      if (gone.has(id)) {
+        continue;
+      }
+      if (failedSince === null) {
+        // failing as read at claim time, or marked so by this instance since
+        if (
+          this.failing.has(id) ||
+          batch.some((o) => o.endpoint.id === id && o.endpoint.failing_since !== null)
+        ) {
+          recovered.push(id);
+        }
+      } else {
+        marking.push({ id, failedSince });
+      }
+    }
     const failingFor = await this.db.transaction(async ({ manager }) => {
+      // endpoint rows before delivery rows, as deleting or disabling an endpoint locks them: in the
+      // other order this transaction and an endpoint's deletion could wait for each other (PostgreSQL
+      // then aborts one of them: a 500 for the DELETE)
+      await this.endpoints.lockMany(manager, [...marking.map((m) => m.id), ...recovered]);
       await this.deliveries.recordSuccesses(manager, successes);
       for (const f of failures) {
         await this.deliveries.recordFailure(manager, f.id, f.result, f.next, f.at);
       }
       const failing: { id: string; seconds: number; at: string }[] = [];
-      const recovered: string[] = [];
-      for (const [id, { failedSince }] of state) {
-        if (gone.has(id)) {
-          continue;
-        }
-        if (failedSince === null) {
-          // failing as read at claim time, or marked so by this instance since
-          if (
-            this.failing.has(id) ||
-            batch.some((o) => o.endpoint.id === id && o.endpoint.failing_since !== null)
-          ) {
-            recovered.push(id);
-          }
-        } else {
-          const since = await this.endpoints.markFailing(manager, id, failedSince);
-          const last = batch.findLast((o) => o.endpoint.id === id)?.at ?? failedSince;
-          failing.push({ id, seconds: (Date.parse(last) - Date.parse(since)) / 1000, at: last });
-        }
+      for (const { id, failedSince } of marking) {
+        const since = await this.endpoints.markFailing(manager, id, failedSince);
+        const last = batch.findLast((o) => o.endpoint.id === id)?.at ?? failedSince;
+        failing.push({ id, seconds: (Date.parse(last) - Date.parse(since)) / 1000, at: last });
       }
       await this.endpoints.clearFailing(manager, recovered);
       return { failing, recovered };

@@ -100,6 +100,20 @@ export class WebhookEndpointsRepository {
     return rows[0];
   }
 
+  /**
+   * Locks these endpoint rows until the transaction ends, in id order (PostgreSQL; SQLite's
+   * transactions already run one at a time). Rows deleted meanwhile are skipped.
+   */
+  async lockMany(manager: EntityManager, ids: readonly string[]): Promise<void> {
+    if (this.db.dialect !== 'postgres' || ids.length === 0) {
+      return;
+    }
+    await manager.query(
+      'SELECT id FROM webhook_endpoints WHERE id = ANY($1) ORDER BY id FOR UPDATE',
+      [[...new Set(ids)]],
+    );
+  }
+
   /** Active endpoints, for the fan-out of events. */
   async active(): Promise<WebhookEndpointRow[]> {
     return this.db.query<WebhookEndpointRow>(
