@@ -52,6 +52,17 @@ describe.skipIf(!usingPostgres)(
       return waiting.rows[0].n;
     }
 
+    /** An endpoint whose receiver answers 500 to everything, and the path it receives on. */
+    async function failingEndpoint(name: string): Promise<{ path: string; endpointId: string }> {
+      const path = `/${unique(name)}`;
+      const created = await admin.post('/api/v1/webhooks', {
+        url: receiver.url(path),
+        events: ['user.updated'],
+      });
+      expect(created.status).toBe(201);
+      return { path, endpointId: created.body.data.id as string };
+    }
+
     afterAll(async () => {
       await holder?.end();
       await probe?.end();
@@ -60,13 +71,7 @@ describe.skipIf(!usingPostgres)(
     });
 
     it('an outcome batch waits for a locked endpoint before touching its deliveries, so deleting the endpoint goes through', async () => {
-      const path = `/${unique('failing')}`;
-      const created = await admin.post('/api/v1/webhooks', {
-        url: receiver.url(path),
-        events: ['user.updated'],
-      });
-      expect(created.status).toBe(201);
-      const endpointId = created.body.data.id as string;
+      const { path, endpointId } = await failingEndpoint('failing');
 
       // what DELETE /webhooks/{id} does first: the endpoint row, locked
       await holder.query('BEGIN');
@@ -97,13 +102,7 @@ describe.skipIf(!usingPostgres)(
     });
 
     it('DELETE /webhooks/{id} answers 204 while its failing deliveries are being recorded', async () => {
-      const path = `/${unique('busy')}`;
-      const created = await admin.post('/api/v1/webhooks', {
-        url: receiver.url(path),
-        events: ['user.updated'],
-      });
-      expect(created.status).toBe(201);
-      const endpointId = created.body.data.id as string;
+      const { path, endpointId } = await failingEndpoint('busy');
       for (let i = 0; i < 5; i++) {
         expect((await admin.post(`/api/v1/webhooks/${endpointId}/ping`, {})).status).toBe(202);
       }
