@@ -1,14 +1,15 @@
 // Instructions per request, counted by valgrind's callgrind: the user-space work of one request
 // (JavaScript, V8, Node, SQLite), without the kernel and independent of what else the machine does.
-// The same count twice for the same build and requests, so a change of 1-2 % shows, where CPU time
-// per request swings by 10-25 % between rounds on a shared machine (docs/performance.md).
+// Two runs of the same build differ by up to ~3 % (when V8 optimises what, when the collector runs),
+// where CPU time per request swings by 10-25 % between rounds on a shared machine (bench/README.md).
 //
 //   npm run bench -- --instructions [--compare <another checkout, built>]
 //
 // Starts the bare Fastify handler (bench/bare-server.mjs) and the built app (dist/main.js, embedded
 // SQLite) under `valgrind --tool=callgrind` with instrumentation off, warms each scenario up with
 // BENCH_INSTR_WARMUP requests (default 3000; V8 compiles the hot paths meanwhile), then counts
-// BENCH_INSTR_REQUESTS requests (default 1000) with instrumentation on, 10 at a time.
+// BENCH_INSTR_REQUESTS requests (default 1000) with instrumentation on, 10 at a time (the GraphQL
+// page of 20 users with 5 posts each, ~8x a REST GET's work: a quarter of each).
 // Needs valgrind (Debian: `apt-get install -y valgrind`).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -60,6 +61,19 @@ export async function runInstructions({ root, compare }) {
             variables: { id: app.userId },
           }),
         },
+        {
+          name: 'gql 20 users with posts',
+          method: 'POST',
+          path: '/graphql',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            query:
+              '{ users(first: 20) { nodes { id name posts(first: 5) { totalCount nodes { id title } } } } }',
+          }),
+          // the page's instructions are ~8x a REST GET's: fewer requests give the same precision
+          warmup: Math.ceil(WARMUP / 4),
+          requests: Math.ceil(REQUESTS / 4),
+        },
       ];
       for (const scenario of scenarios) {
         rows.push({ name: scenario.name + label, ...(await count(app, scenario)) });
@@ -106,11 +120,32 @@ async function startApp(checkout, workDir, children, label) {
   const token = (
     await post(`${url}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })
   ).json.access_token;
+  const auth = { authorization: `Bearer ${token}` };
   const user = await post(
     `${url}/api/v1/users`,
     { name: 'Bench User', email: 'bench-user@example.com' },
-    { authorization: `Bearer ${token}` },
+    auth,
   );
+  // the data of bench/run.mjs's 20 × 5 page: 18 more users and 5 posts by the admin
+  const created = await post(
+    `${url}/graphql`,
+    {
+      query: 'mutation($in: [CreateUserInput!]!) { bulkCreate(input: $in) { id } }',
+      variables: {
+        in: Array.from({ length: 18 }, (_, i) => ({
+          name: `Bench ${i}`,
+          email: `bench-${i}@example.com`,
+        })),
+      },
+    },
+    auth,
+  );
+  if (created.json?.errors) {
+    throw new Error(`bulkCreate: ${JSON.stringify(created.json.errors).slice(0, 300)}`);
+  }
+  for (let i = 0; i < 5; i++) {
+    await post(`${url}/api/v1/posts`, { title: `Post ${i}`, body: 'bench' }, auth);
+  }
   return { ...app, token, userId: user.json.data.id };
 }
 
@@ -143,16 +178,20 @@ async function startUnderCallgrind(name, argv, env, workDir, children, cwd = pro
   return { name, url, pid: child.pid, outFile, host: env.HOST };
 }
 
-/** Warm-up, then the instructions of REQUESTS requests (instrumentation on only meanwhile). */
+/**
+ * Warm-up, then the instructions of REQUESTS requests (instrumentation on only meanwhile); a
+ * scenario may set its own `warmup` and `requests`.
+ */
 async function count(server, scenario) {
-  await send(server, scenario, WARMUP);
+  const { warmup = WARMUP, requests = REQUESTS } = scenario;
+  await send(server, scenario, warmup);
   control(server, ['--zero']);
   control(server, ['--instr=on']);
-  await send(server, scenario, REQUESTS);
+  await send(server, scenario, requests);
   control(server, ['--instr=off']);
   control(server, ['--dump']);
   const instructions = lastTotal(server.outFile);
-  const perRequest = instructions / REQUESTS;
+  const perRequest = instructions / requests;
   console.log(
     `  ${scenario.name} on ${server.name}: ${Math.round(perRequest)} instructions per request`,
   );
