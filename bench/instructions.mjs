@@ -1,7 +1,8 @@
 // Instructions per request, counted by valgrind's callgrind: the user-space work of one request
 // (JavaScript, V8, Node, SQLite), without the kernel and independent of what else the machine does.
-// Two runs of the same build differ by up to ~3 % (when V8 optimises what, when the collector runs),
-// where CPU time per request swings by 10-25 % between rounds on a shared machine (bench/README.md).
+// Separate runs of one build differ by up to ~7 % (when V8 optimises what, when the collector runs):
+// compare builds in one run (--compare). CPU time per request swings by 10-25 % between rounds on a
+// shared machine (bench/README.md).
 //
 //   npm run bench -- --instructions [--compare <another checkout, built>]
 //
