@@ -16,13 +16,15 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { freePort, post, waitReady } from './plumbing.mjs';
+import { freePort, post, seedUsersWithPosts, startBuiltApp, waitReady } from './plumbing.mjs';
 
 const ADMIN_EMAIL = 'bench-admin@example.com';
 const ADMIN_PASSWORD = 'bench-password-123';
 const WARMUP = Number(process.env.BENCH_INSTR_WARMUP ?? 3000);
 const REQUESTS = Number(process.env.BENCH_INSTR_REQUESTS ?? 1000);
 const CONCURRENCY = 10;
+/** Node's start under valgrind takes 10-30 s here. */
+const READY_TIMEOUT_MS = 300_000;
 
 /** `compare`: the root of another built checkout, counted the same way after this one. */
 export async function runInstructions({ root, compare }) {
@@ -30,20 +32,14 @@ export async function runInstructions({ root, compare }) {
     throw new Error('valgrind is not installed (Debian: apt-get install -y valgrind)');
   }
   const workDir = mkdtempSync(join(tmpdir(), 'atrium-instr-'));
-  const children = [];
+  const stops = [];
   try {
-    const bare = await startUnderCallgrind(
-      'bare',
-      [join(root, 'bench/bare-server.mjs')],
-      { BARE_PORT: String(await freePort()), BARE_USER_ID: 'usr_bench' },
-      workDir,
-      children,
-    );
+    const bare = await startBare(root, workDir, stops);
     const rows = [];
     const barePath = '/api/v1/users/usr_bench';
     rows.push({ name: 'bare', ...(await count(bare, { method: 'GET', path: barePath })) });
     for (const [label, checkout] of [['', root], ...(compare ? [[' @compare', compare]] : [])]) {
-      const app = await startApp(resolve(checkout), workDir, children, label);
+      const app = await startApp(resolve(checkout), workDir, stops, label);
       const auth = { authorization: `Bearer ${app.token}` };
       const scenarios = [
         {
@@ -89,94 +85,68 @@ export async function runInstructions({ root, compare }) {
     }
     return rows;
   } finally {
-    for (const child of children) {
-      child.kill('SIGKILL');
-    }
+    await Promise.all(stops.map((stop) => stop()));
     rmSync(workDir, { recursive: true, force: true });
   }
 }
 
-async function startApp(checkout, workDir, children, label) {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const app = await startUnderCallgrind(
-    `app${label.trim()}`,
-    [join(checkout, 'dist/main.js')],
-    {
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: url,
-      DATABASE_URL: `sqlite:${join(workDir, `app-${port}.sqlite`)}`,
-      LOG_LEVEL: 'warn',
-      ADMIN_EMAIL,
-      ADMIN_PASSWORD,
-      RATE_LIMIT: '100000000',
-      GRAPHQL_COST_BUDGET: '1000000000',
-    },
-    workDir,
-    children,
-    checkout,
-  );
+/** The built app of `checkout` under callgrind, with the data of the scenarios. */
+async function startApp(checkout, workDir, stops, label) {
+  const name = `app${label.trim()}`;
+  const outFile = join(workDir, `${name}.callgrind`);
+  const app = await startBuiltApp({
+    root: checkout,
+    name: `instr-${name}`,
+    admin: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+    env: { GRAPHQL_COST_BUDGET: '1000000000' },
+    wrap: callgrind(outFile),
+    readyTimeoutMs: READY_TIMEOUT_MS,
+  });
+  stops.push(app.stop);
+  console.log(`${name} ready under callgrind on ${app.url}`);
   const token = (
-    await post(`${url}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })
+    await post(`${app.url}/api/v1/auth/token`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD })
   ).json.access_token;
   const auth = { authorization: `Bearer ${token}` };
   const user = await post(
-    `${url}/api/v1/users`,
+    `${app.url}/api/v1/users`,
     { name: 'Bench User', email: 'bench-user@example.com' },
     auth,
   );
-  // the data of bench/run.mjs's 20 × 5 page: 18 more users and 5 posts by the admin
-  const created = await post(
-    `${url}/graphql`,
-    {
-      query: 'mutation($in: [CreateUserInput!]!) { bulkCreate(input: $in) { id } }',
-      variables: {
-        in: Array.from({ length: 18 }, (_, i) => ({
-          name: `Bench ${i}`,
-          email: `bench-${i}@example.com`,
-        })),
-      },
-    },
-    auth,
-  );
-  if (created.json?.errors) {
-    throw new Error(`bulkCreate: ${JSON.stringify(created.json.errors).slice(0, 300)}`);
-  }
-  for (let i = 0; i < 5; i++) {
-    await post(`${url}/api/v1/posts`, { title: `Post ${i}`, body: 'bench' }, auth);
-  }
-  return { ...app, token, userId: user.json.data.id };
+  await seedUsersWithPosts(app.url, auth);
+  // startBuiltApp sets HOST=127.0.0.1, which valgrind names its control files after (see control)
+  return {
+    name,
+    url: app.url,
+    pid: app.proc.pid,
+    outFile,
+    host: '127.0.0.1',
+    token,
+    userId: user.json.data.id,
+  };
 }
 
-async function startUnderCallgrind(name, argv, env, workDir, children, cwd = process.cwd()) {
-  const port = Number(env.PORT ?? env.BARE_PORT);
-  const outFile = join(workDir, `${name}.callgrind`);
+/** valgrind's command line: callgrind, instrumentation off until `count` turns it on. */
+function callgrind(outFile) {
+  return ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${outFile}`];
+}
+
+/** The bare Fastify handler (bench/bare-server.mjs) under callgrind. */
+async function startBare(root, workDir, stops) {
+  const port = await freePort();
+  const outFile = join(workDir, 'bare.callgrind');
+  const env = { ...process.env, BARE_PORT: String(port), BARE_USER_ID: 'usr_bench' };
+  delete env.HOST;
   const child = spawn(
     'valgrind',
-    [
-      '--tool=callgrind',
-      '--instr-atstart=no',
-      `--callgrind-out-file=${outFile}`,
-      process.execPath,
-      ...argv,
-    ],
-    { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
+    [...callgrind(outFile).slice(1), process.execPath, join(root, 'bench/bare-server.mjs')],
+    { env, stdio: 'ignore' },
   );
-  children.push(child);
-  let stderr = '';
-  child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  stops.push(() => child.kill('SIGKILL'));
   const url = `http://127.0.0.1:${port}`;
-  try {
-    await waitReady(child, `${url}/health/ready`, 300_000);
-  } catch (error) {
-    throw new Error(`${name} did not start under valgrind: ${error.message}\n${stderr}`);
-  }
-  console.log(`${name} ready under callgrind on ${url}`);
-  // valgrind names its control files after HOST, which is also the app's listen address here:
-  // callgrind_control must see the same value to find them
-  return { name, url, pid: child.pid, outFile, host: env.HOST };
+  await waitReady(child, `${url}/health/ready`, READY_TIMEOUT_MS);
+  console.log(`bare ready under callgrind on ${url}`);
+  return { name: 'bare', url, pid: child.pid, outFile, host: undefined };
 }
 
 /**

@@ -74,8 +74,17 @@ export function cpuMs(pid) {
  * --cpu-prof-dir=/tmp/prof"). Resolves once `GET /health/ready` answers 200, to
  * `{ url, proc, stop, dbPath }`: `stop()` ends the app and removes the directory (it is also called
  * when the app does not become ready) and resolves once the app exited; `dbPath` is the SQLite file.
+ * `wrap`: a command the app runs under (`['valgrind', …]`, the node command appended); with it,
+ * `readyTimeoutMs` (60 s) may need to be longer.
  */
-export async function startBuiltApp({ root, name, admin, env = {} }) {
+export async function startBuiltApp({
+  root,
+  name,
+  admin,
+  env = {},
+  wrap = [],
+  readyTimeoutMs = 60_000,
+}) {
   const mainJs = join(root, 'dist', 'main.js');
   readFileSync(mainJs); // throws with a clear path when not built
   const workDir = mkdtempSync(join(tmpdir(), `atrium-${name}-`));
@@ -100,11 +109,8 @@ export async function startBuiltApp({ root, name, admin, env = {} }) {
     delete appEnv.REDIS_URL;
   }
   const nodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, mainJs], {
-    cwd: root,
-    env: appEnv,
-    stdio: 'ignore',
-  });
+  const [command, ...args] = [...wrap, process.execPath, ...nodeArgs, mainJs];
+  const proc = spawn(command, args, { cwd: root, env: appEnv, stdio: 'ignore' });
   const exited = new Promise((r) => proc.once('exit', r));
   let stopped = false;
   const stop = () => {
@@ -118,12 +124,38 @@ export async function startBuiltApp({ root, name, admin, env = {} }) {
     return proc.exitCode === null ? exited : Promise.resolve();
   };
   try {
-    await waitReady(proc, `${url}/health/ready`);
+    await waitReady(proc, `${url}/health/ready`, readyTimeoutMs);
   } catch (err) {
     stop();
     throw err;
   }
   return { url, proc, stop, dbPath };
+}
+
+/**
+ * The data of the GraphQL page of 20 users with their posts (bench/run.mjs, bench/instructions.mjs):
+ * 18 more users and 5 posts, made by the admin whose `auth` headers are given.
+ */
+export async function seedUsersWithPosts(url, auth) {
+  const created = await post(
+    `${url}/graphql`,
+    {
+      query: 'mutation($in: [CreateUserInput!]!) { bulkCreate(input: $in) { id } }',
+      variables: {
+        in: Array.from({ length: 18 }, (_, i) => ({
+          name: `Bench ${i}`,
+          email: `bench-${i}@example.com`,
+        })),
+      },
+    },
+    auth,
+  );
+  if (created.json?.errors) {
+    throw new Error(`bulkCreate: ${JSON.stringify(created.json.errors).slice(0, 300)}`);
+  }
+  for (let i = 0; i < 5; i++) {
+    await post(`${url}/api/v1/posts`, { title: `Post ${i}`, body: 'bench' }, auth);
+  }
 }
 
 /** p50, p99 and max of latencies (sorts `values` in place), and how many there are. */

@@ -33,6 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runFanout } from './fanout.mjs';
 import { pacedLoad } from './paced-load.mjs';
+import { seedUsersWithPosts } from './plumbing.mjs';
 import { oauthAccessToken } from './oauth-token.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -612,26 +613,7 @@ async function startAppWithData(name, mainJs, pin) {
   const userGet = await request('GET', `${app}/api/v1/users/${userId}`, { headers: auth });
 
   // GraphQL page of 20 users with their posts: 18 more users and a few posts (by the admin)
-  await request('POST', `${app}/graphql`, {
-    headers: auth,
-    body: {
-      query: 'mutation($in: [CreateUserInput!]!) { bulkCreate(input: $in) { id } }',
-      variables: {
-        in: Array.from({ length: 18 }, (_, i) => ({
-          name: `Bench ${i}`,
-          email: `bench-${i}@example.com`,
-        })),
-      },
-    },
-    expect: 200,
-  });
-  for (let i = 0; i < 5; i++) {
-    await request('POST', `${app}/api/v1/posts`, {
-      headers: auth,
-      body: { title: `Post ${i}`, body: 'bench' },
-      expect: 201,
-    });
-  }
+  await seedUsersWithPosts(app, auth);
 
   return {
     app,

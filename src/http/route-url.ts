@@ -22,5 +22,5 @@ export function routeUrl(req: FastifyRequest): string | undefined {
 
 /** Declares the memo's slot, so every request object keeps one shape (Fastify's `decorateRequest`). */
 export function registerRouteUrl(fastify: FastifyInstance): void {
-  fastify.decorateRequest(ROUTE_URL as unknown as string, undefined);
+  fastify.decorateRequest(ROUTE_URL, undefined);
 }
