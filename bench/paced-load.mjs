@@ -1,7 +1,10 @@
-// Paced load for the benchmark's "same req/s" comparison (bench/run.mjs): requests at an even rate
-// over keep-alive connections. autocannon's own `overallRate` is a per-second quota (each second's
-// requests go out in one burst, then the connections wait), so a fast server still takes them
-// several per wake-up, as at saturation.
+// The benchmark's load generator (bench/run.mjs). Two modes over keep-alive connections, one request
+// in flight per connection:
+// - closed loop (`rate: Infinity`): each connection sends its next request as soon as the answer to
+//   the last one is in: the saturation load of every request scenario when the runner is pinned;
+// - paced (`rate`: requests per second): requests at an even rate, for the "same req/s" comparison.
+//   autocannon's own `overallRate` is a per-second quota (each second's requests go out in one burst,
+//   then the connections wait), so a fast server still takes them several per wake-up.
 //
 // The loop polls with setImmediate, so the load generator never sleeps: on a loopback benchmark a
 // sleeping client is woken by the server's write, and that wake-up is charged to the server's CPU
@@ -9,8 +12,8 @@
 import { connect } from 'node:net';
 
 /**
- * Sends `rate` requests per second for `duration` seconds over `connections` sockets, one request in
- * flight per socket (a due request waits for a free socket). Answers the counts and latencies in
+ * Sends `rate` requests per second (Infinity: as fast as answers come back) for `duration` seconds
+ * over `connections` sockets, one request in flight per socket (a due request waits for a free socket). Answers the counts and latencies in
  * autocannon's shape (the fields bench/run.mjs reads). `body`: a string, sent with its length.
  */
 export async function pacedLoad({
@@ -80,7 +83,8 @@ export async function pacedLoad({
         resolve();
         return;
       }
-      const due = Math.floor(((now - started) * rate) / 1000) - sent;
+      const due =
+        rate === Infinity ? idle.length : Math.floor(((now - started) * rate) / 1000) - sent;
       for (let i = 0; i < due && idle.length > 0; i++) {
         const socket = idle.pop();
         socket.startedAt = performance.now();

@@ -9,7 +9,11 @@
 //   BENCH_DURATION      seconds per scenario (default 10)
 //   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
 //   BENCH_CONNECTIONS   concurrent connections (default 10)
-//   BENCH_PIPELINING    requests in flight per connection (default 1)
+//   BENCH_PIPELINING    requests in flight per connection (default 1; above 1, autocannon drives)
+//   BENCH_CLIENT        load generator of the request scenarios: `polling` (default when the runner
+//                       pins the servers and itself to different CPUs: a closed loop that never
+//                       sleeps, bench/paced-load.mjs) or `autocannon` (the default otherwise; a sleeping
+//                       client's wake-ups are charged to the server: bench/README.md)
 //   BENCH_ROUNDS        interleaved rounds of the load scenarios; rows report the median (default 1)
 //   BENCH_NODE_ENV      NODE_ENV of the app under test (default production)
 //   BENCH_SERVER_CPU, BENCH_CLIENT_CPU   CPUs for servers / load generator when taskset exists
@@ -96,7 +100,11 @@ const settings = {
   fanoutRooms: positiveNumber('BENCH_FANOUT_ROOMS', 1),
   fanoutInstances: positiveNumber('BENCH_FANOUT_INSTANCES', 1),
   equalLoad: process.env.BENCH_EQUAL_LOAD === '1',
+  client: process.env.BENCH_CLIENT ?? 'polling',
 };
+if (!['polling', 'autocannon'].includes(settings.client)) {
+  throw new Error(`BENCH_CLIENT: polling or autocannon, not ${settings.client}`);
+}
 if (settings.fanoutInstances > 2 || (settings.fanoutInstances === 2 && !process.env.REDIS_URL)) {
   throw new Error(
     'BENCH_FANOUT_INSTANCES: 1, or 2 with REDIS_URL (the instances share events through Redis)',
@@ -262,6 +270,10 @@ async function main() {
   selectScenarios(buildScenarios({ app: '', bare: '', token: '', apiKey: '', userId: '' }));
 
   const pin = cpuPinning();
+  // a polling client spins on its CPU: without one of its own it would take the server's
+  if (!pin || settings.pipelining > 1) {
+    settings.client = 'autocannon';
+  }
   if (pin) {
     const r = spawnSync('taskset', ['-pc', String(pin.client), String(process.pid)], {
       encoding: 'utf8',
@@ -375,7 +387,8 @@ async function main() {
   });
 
   console.log(
-    `\nload: ${settings.connections} connections, pipelining ${settings.pipelining}, ` +
+    `\nload: ${settings.client === 'polling' ? 'closed loop, polling client (bench/paced-load.mjs)' : 'autocannon'}, ` +
+      `${settings.connections} connections, pipelining ${settings.pipelining}, ` +
       `${settings.warmup}s warm-up + ${settings.duration}s per scenario\n`,
   );
   // BENCH_ROUNDS > 1: the load scenarios run that many times, interleaved (bare, a, b, bare, a, b,
@@ -944,7 +957,23 @@ async function preflight(scenario) {
   }
 }
 
+/**
+ * Saturation load: as many requests as the server answers, `settings.connections` at a time. The
+ * polling client (default when pinned) never sleeps, so the server's answers do not pay to wake it;
+ * autocannon sleeps between answers once the server is the slower side (bench/README.md).
+ */
 function load(scenario, duration) {
+  if (settings.client === 'polling') {
+    return pacedLoad({
+      url: scenario.url,
+      method: scenario.method ?? 'GET',
+      headers: requestHeaders(scenario),
+      body: requestBody(scenario),
+      rate: Infinity,
+      duration,
+      connections: settings.connections,
+    });
+  }
   return autocannon({
     url: scenario.url,
     method: scenario.method ?? 'GET',
@@ -962,7 +991,7 @@ function fmt(n, digits) {
 }
 
 function printTable(results) {
-  // autocannon records latency in whole milliseconds.
+  // autocannon records latency in whole milliseconds, the polling client in fractions of one
   const header = [
     'scenario',
     'req/s (mean)',
@@ -977,7 +1006,7 @@ function printTable(results) {
   const rows = results.map((r) => [
     r.scenario,
     fmt(r.reqPerSec, 0),
-    r.p99Ms === 0 ? '<1' : fmt(r.p99Ms, 0),
+    r.p99Ms < 1 ? '<1' : fmt(r.p99Ms, 0),
     String(r.non2xx),
     String(r.errors),
     r.ratio === null ? '-' : `${fmt(r.ratio, 2)}x`,
