@@ -234,8 +234,12 @@ export async function createApp(
   httpHooks.draining = () => shutdown.draining;
   // @fastify/cors is registered as a plugin, loaded when Fastify gets ready (listen or inject)
   fastify.addHook('onReady', (done) => {
-    skipCorsWithoutOrigin(adapter);
-    done();
+    try {
+      skipCorsWithoutOrigin(adapter);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
   });
   await app.init();
   return app;
