@@ -13,8 +13,9 @@ import { connect } from 'node:net';
 
 /**
  * Sends `rate` requests per second (Infinity: as fast as answers come back) for `duration` seconds
- * over `connections` sockets, one request in flight per socket (a due request waits for a free socket). Answers the counts and latencies in
- * autocannon's shape (the fields bench/run.mjs reads). `body`: a string, sent with its length.
+ * over `connections` sockets, one request in flight per socket (a due request waits for a free
+ * socket). Answers the counts and latencies in autocannon's shape (the fields bench/run.mjs reads).
+ * `body`: a string, sent with its length.
  */
 export async function pacedLoad({
   url,
