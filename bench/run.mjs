@@ -646,18 +646,7 @@ async function startAppWithData(name, mainJs, pin) {
 /** One measured load of a scenario: throughput, latency and the server's CPU time per request. */
 async function measure(scenario, { rate } = {}) {
   const cpuBefore = cpuMs(scenario.pid);
-  const r =
-    rate === undefined
-      ? await load(scenario, settings.duration)
-      : await pacedLoad({
-          url: scenario.url,
-          method: scenario.method ?? 'GET',
-          headers: requestHeaders(scenario),
-          body: requestBody(scenario),
-          rate,
-          duration: settings.duration,
-          connections: settings.connections,
-        });
+  const r = await load(scenario, settings.duration, rate);
   const cpuAfter = cpuMs(scenario.pid);
   return {
     scenario: scenario.name,
@@ -958,18 +947,19 @@ async function preflight(scenario) {
 }
 
 /**
- * Saturation load: as many requests as the server answers, `settings.connections` at a time. The
- * polling client (default when pinned) never sleeps, so the server's answers do not pay to wake it;
- * autocannon sleeps between answers once the server is the slower side (bench/README.md).
+ * `settings.connections` at a time, `rate` requests per second (evenly paced), or without a rate as
+ * many as the server answers: the polling client (default when pinned) never sleeps, so the server's
+ * answers do not pay to wake it; autocannon sleeps between answers once the server is the slower
+ * side (bench/README.md).
  */
-function load(scenario, duration) {
-  if (settings.client === 'polling') {
+function load(scenario, duration, rate = settings.client === 'polling' ? Infinity : undefined) {
+  if (rate !== undefined) {
     return pacedLoad({
       url: scenario.url,
       method: scenario.method ?? 'GET',
       headers: requestHeaders(scenario),
       body: requestBody(scenario),
-      rate: Infinity,
+      rate,
       duration,
       connections: settings.connections,
     });
