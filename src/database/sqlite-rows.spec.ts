@@ -1,6 +1,18 @@
-import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rowObjects } from './sqlite-rows.js';
+
+/** The part of better-sqlite3 this test uses (the package ships no types). */
+interface Statement {
+  all(): unknown[];
+  raw(toggle: boolean): Statement;
+  columns(): { name: string }[];
+}
+const Database = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => {
+  exec(sql: string): void;
+  prepare(sql: string): Statement;
+  close(): void;
+};
 
 describe('rowObjects (raw SQLite rows made objects)', () => {
   const db = new Database(':memory:');
