@@ -204,6 +204,21 @@ export class WebhookDeliveriesRepository {
     );
   }
 
+  /**
+   * Extends the leases of rows whose outcome this instance holds but could not write yet (the
+   * outcome writer), so that no instance claims them again meanwhile.
+   */
+  async extendLeases(ids: readonly string[], leaseUntil: string): Promise<void> {
+    for (let start = 0; start < ids.length; start += SUCCESS_CHUNK) {
+      const chunk = ids.slice(start, start + SUCCESS_CHUNK);
+      await this.db.query(
+        `UPDATE webhook_deliveries SET lease_until = ${this.p(1)}
+          WHERE status = 'pending' AND id IN (${chunk.map((_, i) => this.p(i + 2)).join(', ')})`,
+        [leaseUntil, ...chunk],
+      );
+    }
+  }
+
   /** Successful attempts, recorded in one statement (each row with its own answer). */
   async recordSuccesses(
     manager: EntityManager,

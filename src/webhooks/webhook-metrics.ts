@@ -15,6 +15,7 @@ export type DeliveryOutcome = 'succeeded' | 'failed' | 'gone' | 'timeout' | 'err
 export class WebhookMetrics {
   private readonly deliveries: Counter<'outcome'>;
   private readonly seconds: Histogram;
+  private unwritten: (() => number) | undefined;
 
   constructor(
     metrics: MetricsService,
@@ -50,6 +51,17 @@ export class WebhookMetrics {
         }
       },
     });
+    const unwritten: Gauge = new Gauge({
+      name: 'atrium_webhook_outcomes_unwritten',
+      help: 'Webhook attempts answered whose outcome is kept in memory until the database takes it',
+      registers: [registry],
+      collect: () => unwritten.set(this.unwritten?.() ?? 0),
+    });
+  }
+
+  /** The delivery engine's count of outcomes not written yet (the outcome writer). */
+  observeUnwritten(read: () => number): void {
+    this.unwritten = read;
   }
 
   record(outcome: DeliveryOutcome, seconds: number): void {
