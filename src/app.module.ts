@@ -9,6 +9,7 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
+import { MessagesRepository } from './messages/messages.repository.js';
 import { RoomsRepository } from './messages/rooms.repository.js';
 import { UserEventsModule } from './users/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
@@ -23,6 +24,7 @@ import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { UsersModule } from './users/users.module.js';
 import { WebhookOutboxModule } from './outbox/webhook-outbox.module.js';
+import { ChangesModule } from './changes/changes.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({})
@@ -37,7 +39,8 @@ export class AppModule {
         AuditModule,
         RedisModule,
         WebhookOutboxModule,
-        EventsModule.forRoot(RoomsRepository),
+        EventsModule.forRoot(RoomsRepository, MessagesRepository),
+        ChangesModule,
         MetricsModule,
         IdempotencyModule,
         HealthModule,

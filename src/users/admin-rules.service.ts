@@ -3,9 +3,8 @@ import type { EntityManager } from 'typeorm';
 import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { DomainError } from '../common/errors.js';
-import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { ChangeRecord } from '../changes/change-record.js';
 import { DatabaseService } from '../database/database.service.js';
-import { AuditService } from '../audit/audit.service.js';
 import type { UserEntity } from './user.entity.js';
 import { userFromEntity } from './users.mapper.js';
 import { UsersRepository } from './users.repository.js';
@@ -38,10 +37,9 @@ export class LastAdminRefusal extends DomainError {
 export class AdminRulesService {
   constructor(
     private readonly db: DatabaseService,
-    private readonly counters: CountersRepository,
     private readonly users: UsersRepository,
     private readonly records: UserRecords,
-    private readonly audit: AuditService,
+    private readonly changes: ChangeRecord,
   ) {}
 
   /** The last-admin lock: taken before any user row lock by whatever may remove an ADMIN. */
@@ -71,12 +69,14 @@ export class AdminRulesService {
   }
 
   async recordRefusal(caller: Caller, refusal: LastAdminRefusal): Promise<void> {
-    await this.audit.recordAlone({
-      actor: caller,
-      action: 'admin.removal_refused',
-      target: { type: 'user', id: refusal.userId },
-      changes: refusal.changes,
-    });
+    await this.db.transaction((tx) =>
+      this.changes.record(tx, {
+        type: 'admin.removal_refused',
+        userId: refusal.userId,
+        refused: refusal.changes,
+        actor: caller,
+      }),
+    );
   }
 
   /**
@@ -107,12 +107,11 @@ export class AdminRulesService {
       const named = await this.users.liveIdByEmail(manager, email.toLowerCase());
       const entity = named ? await this.users.lockedRow(manager, named) : null;
       if (!entity) {
-        const created = await this.records.insert(tx, {
-          name: 'Administrator',
-          email,
-          password,
-          role: Role.ADMIN,
-        });
+        const created = await this.records.insert(
+          tx,
+          { name: 'Administrator', email, password, role: Role.ADMIN },
+          'system',
+        );
         return { kind: 'created', userId: created.id };
       }
       const changes: Partial<UserEntity> = {
@@ -123,17 +122,14 @@ export class AdminRulesService {
         changes.passwordHash = await this.records.hashPassword(password);
       }
       await this.users.update(manager, entity.id, changes);
-      this.counters.add(tx, {
-        [CountKeys.usersByRole(entity.role)]: -1,
-        [CountKeys.usersByRole(Role.ADMIN)]: 1,
-      });
-      await this.audit.record(tx, {
+      // a role change by the system: audited as admin.promoted_at_boot
+      await this.changes.record(tx, {
+        type: 'user.updated',
+        before: userFromEntity(entity),
+        after: userFromEntity({ ...entity, ...changes }),
+        passwordChanged: changes.passwordHash !== undefined,
         actor: 'system',
-        action: 'admin.promoted_at_boot',
-        target: { type: 'user', id: entity.id },
-        changes: { role: [entity.role, Role.ADMIN] },
       });
-      await this.records.updated(tx, userFromEntity({ ...entity, ...changes }));
       return {
         kind: 'promoted',
         userId: entity.id,

@@ -4,11 +4,9 @@ import { isAdmin, type Caller } from '../identity/caller.js';
 import { Role, roleAtLeast } from '../identity/role.js';
 import { Forbidden, NotFound, PreconditionFailed } from '../common/errors.js';
 import { isId, nowIso } from '../common/ids.js';
-import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import { ChangeRecord } from '../changes/change-record.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { RefreshTokensRepository } from '../database/refresh-tokens.repository.js';
-import { WebhookOutbox } from '../outbox/webhook-outbox.js';
-import { AuditService } from '../audit/audit.service.js';
 import type {
   CreateUserInput,
   PatchUserInput,
@@ -34,19 +32,18 @@ export type Precondition = (current: User) => boolean;
 /**
  * Account changes (REST and GraphQL alike): creating, registering, changing (profile, email, role,
  * password: a new password ends every session) and deleting a user. The last-admin rule is
- * AdminRulesService's; the batch (UserBatchService) runs `insertAudited`/`applyUpdate` in its
- * transaction.
+ * AdminRulesService's; the batch (UserBatchService) runs `UserRecords.insert`/`applyUpdate` in its
+ * transaction. Each records its change (ChangeRecord), whose subscribers count, audit, send the
+ * webhook and publish.
  */
 @Injectable()
 export class UserAccountsService {
   constructor(
     private readonly db: DatabaseService,
     private readonly refreshTokens: RefreshTokensRepository,
-    private readonly counters: CountersRepository,
     private readonly users: UsersRepository,
     private readonly oauthArtifacts: OAuthArtifactsRepository,
-    private readonly outbox: WebhookOutbox,
-    private readonly audit: AuditService,
+    private readonly changes: ChangeRecord,
     private readonly records: UserRecords,
     private readonly adminRules: AdminRulesService,
   ) {}
@@ -54,12 +51,14 @@ export class UserAccountsService {
   async create(caller: Caller, input: CreateUserInput): Promise<User> {
     requireAdmin(caller, 'Only administrators can create users');
     refuseAccountFieldsToApps(caller, 'create users');
-    return this.db.transaction((tx) => this.records.insertAudited(tx, caller, input));
+    return this.db.transaction((tx) => this.records.insert(tx, input, caller));
   }
 
   /** POST /auth/register: anyone may create a USER for themself. */
   async register(input: RegisterInput): Promise<User> {
-    return this.db.transaction((tx) => this.records.insert(tx, { ...input, role: Role.USER }));
+    return this.db.transaction((tx) =>
+      this.records.insert(tx, { ...input, role: Role.USER }, null),
+    );
   }
 
   /** PUT: name, email and age are replaced (absent age -> null); role/password change only when given. */
@@ -123,14 +122,7 @@ export class UserAccountsService {
       const deletedAt = nowIso();
       await this.users.update(manager, id, { deletedAt, oauthValidAfter: deletedAt });
       await this.oauthArtifacts.endSignIns(manager, id);
-      this.counters.add(tx, { [CountKeys.users()]: -1, [CountKeys.usersByRole(entity.role)]: -1 });
-      await this.outbox.enqueue(tx, 'user.deleted', { id }, id);
-      await this.counters.forgetOrdersOfUser(tx, id);
-      await this.audit.record(tx, {
-        actor: caller,
-        action: 'user.deleted',
-        target: { type: 'user', id },
-      });
+      await this.changes.record(tx, { type: 'user.deleted', user: current, actor: caller });
       return current;
     });
   }
@@ -175,10 +167,6 @@ export class UserAccountsService {
     }
     if (patch.role !== undefined && patch.role !== entity.role) {
       changes.role = patch.role;
-      this.counters.add(tx, {
-        [CountKeys.usersByRole(entity.role)]: -1,
-        [CountKeys.usersByRole(patch.role)]: 1,
-      });
     }
     if (patch.age !== undefined) {
       changes.age = patch.age;
@@ -201,23 +189,14 @@ export class UserAccountsService {
       await this.oauthArtifacts.endSignIns(tx.manager, id);
     }
     await this.records.update(tx, id, changes);
-    if (changes.role !== undefined) {
-      await this.audit.record(tx, {
-        actor: caller,
-        action: 'user.role_changed',
-        target: { type: 'user', id },
-        changes: { role: [entity.role, changes.role] },
-      });
-    }
-    if (changes.passwordHash !== undefined && isAdmin(caller)) {
-      await this.audit.record(tx, {
-        actor: caller,
-        action: 'user.password_set',
-        target: { type: 'user', id },
-      });
-    }
     const updated = userFromEntity({ ...entity, ...changes });
-    await this.records.updated(tx, updated);
+    await this.changes.record(tx, {
+      type: 'user.updated',
+      before: current,
+      after: updated,
+      passwordChanged: changes.passwordHash !== undefined,
+      actor: caller,
+    });
     return updated;
   }
 }

@@ -84,7 +84,7 @@ export class UserBatchService {
       return {
         op: 'create',
         status: 201,
-        user: await this.records.insertAudited(tx, caller, input),
+        user: await this.records.insert(tx, input, caller),
       };
     }
     if (typeof op.id !== 'string') {
