@@ -9,7 +9,6 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
-import { MessagesRepository } from './messages/messages.repository.js';
 import { RoomsRepository } from './messages/rooms.repository.js';
 import { UserEventsModule } from './users/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
@@ -39,7 +38,7 @@ export class AppModule {
         AuditModule,
         RedisModule,
         WebhookOutboxModule,
-        EventsModule.forRoot(RoomsRepository, MessagesRepository),
+        EventsModule.forRoot(RoomsRepository),
         ChangesModule,
         MetricsModule,
         IdempotencyModule,
