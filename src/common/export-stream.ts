@@ -21,12 +21,28 @@ export function exportType(accept: string | undefined): ExportType {
   return chosen as ExportType;
 }
 
-/** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; objects as JSON. */
-function csvField(value: unknown): string {
+/**
+ * The first characters a spreadsheet may run as a formula (OWASP "CSV Injection"): `=`, `+`, `-`,
+ * `@`, tab and carriage return.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; objects as JSON.
+ * A text value starting like a formula gets a leading `'` (a name `=HYPERLINK(…)` or `-5` is text,
+ * shown as such); numbers, booleans and JSON members (`[`, `{`) are written as they are, so a
+ * negative number stays a number (docs/admin.md "Exports").
+ */
+export function csvField(value: unknown): string {
   if (value === null || value === undefined) {
     return '';
   }
-  const text = typeof value === 'string' ? value : JSON.stringify(value); // numbers, booleans, objects as JSON
+  let text: string;
+  if (typeof value === 'string') {
+    text = FORMULA_START.test(value) ? `'${value}` : value;
+  } else {
+    text = JSON.stringify(value); // numbers, booleans, objects as JSON
+  }
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
