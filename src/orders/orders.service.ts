@@ -12,18 +12,15 @@ import {
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
-import { AuditService } from '../audit/audit.service.js';
+import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { orderRangeDeltas, statusChangeDeltas } from '../database/order-range-keys.js';
-import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { decideTransition, nextStatuses } from './order-status.js';
-import { orderFromRow } from './orders.mapper.js';
+import { orderFromRow } from './orders.row.js';
 import { OrdersRepository } from './orders.repository.js';
 import { UsersRepository } from '../users/users.repository.js';
-import { toRestOrder } from './orders.mapper.js';
 
 export const ORDER_LIST_SPEC: ListSpec<'status'> = {
   sortFields: ['created_at'],
@@ -52,8 +49,7 @@ export class OrdersService {
     private readonly counters: CountersRepository,
     private readonly orders: OrdersRepository,
     private readonly users: UsersRepository,
-    private readonly outbox: WebhookOutbox,
-    private readonly audit: AuditService,
+    private readonly changes: ChangeRecord,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -175,14 +171,7 @@ export class OrdersService {
         throw NotFound('User');
       }
       await this.orders.insert(manager, order);
-      this.counters.add(tx, {
-        [CountKeys.ordersOfUser(userId)]: 1,
-        [CountKeys.ordersOfUserByStatus(userId, order.status)]: 1,
-        [CountKeys.orders()]: 1,
-        [CountKeys.ordersByStatus(order.status)]: 1,
-      });
-      this.counters.add(tx, orderRangeDeltas(order, 1));
-      await this.outbox.enqueue(tx, 'order.created', toRestOrder(order), userId);
+      await this.changes.record(tx, { type: 'order.created', order, actor: caller });
     });
     return order;
   }
@@ -237,23 +226,13 @@ export class OrdersService {
       }
       const updatedAt = laterThan(current.updatedAt);
       await this.orders.updateStatus(manager, id, status, updatedAt);
-      this.counters.add(tx, {
-        [CountKeys.ordersOfUserByStatus(current.userId, current.status)]: -1,
-        [CountKeys.ordersOfUserByStatus(current.userId, status)]: 1,
-        [CountKeys.ordersByStatus(current.status)]: -1,
-        [CountKeys.ordersByStatus(status)]: 1,
-      });
-      this.counters.add(tx, statusChangeDeltas(current, current.status, status));
-      if (isAdmin(caller)) {
-        await this.audit.record(tx, {
-          actor: caller,
-          action: 'order.status_changed',
-          target: { type: 'order', id },
-          changes: { status: [current.status, status] },
-        });
-      }
       const updated = { ...current, status, updatedAt };
-      await this.outbox.enqueue(tx, 'order.status_changed', toRestOrder(updated), updated.userId);
+      await this.changes.record(tx, {
+        type: 'order.status_changed',
+        before: current,
+        after: updated,
+        actor: caller,
+      });
       return updated;
     });
   }
