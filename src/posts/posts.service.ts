@@ -11,15 +11,15 @@ import {
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import { DatabaseService } from '../database/database.service.js';
-import type { PageWindow } from '../graphql/connection.js';
+import type { PageWindow } from '../database/page-window.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';
 import { PostsRepository } from './posts.repository.js';
-import { postOf, toRestPost } from './posts.mapper.js';
+import { postOf } from './posts.mapper.js';
 
 export const POST_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at', 'updated_at', 'title'],
@@ -45,7 +45,7 @@ export class PostsService {
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
     private readonly posts: PostsRepository,
-    private readonly outbox: WebhookOutbox,
+    private readonly changes: ChangeRecord,
   ) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -176,11 +176,7 @@ export class PostsService {
     });
     await this.db.transaction(async (tx) => {
       await this.posts.insert(tx.manager, post);
-      this.counters.add(tx, {
-        [CountKeys.posts()]: 1,
-        [CountKeys.postsByAuthor(post.authorId)]: 1,
-      });
-      await this.outbox.enqueue(tx, 'post.created', toRestPost(post), post.authorId);
+      await this.changes.record(tx, { type: 'post.created', post, actor: caller });
     });
     return post;
   }
@@ -222,7 +218,12 @@ export class PostsService {
         updatedAt: laterThan(row.post.updatedAt),
       });
       await this.posts.update(manager, updated);
-      await this.outbox.enqueue(tx, 'post.updated', toRestPost(updated), updated.authorId);
+      await this.changes.record(tx, {
+        type: 'post.updated',
+        before: row.post,
+        after: updated,
+        actor: caller,
+      });
       return updated;
     });
   }
@@ -248,11 +249,7 @@ export class PostsService {
         throw PreconditionFailed();
       }
       await this.posts.softDelete(manager, id, nowIso());
-      this.counters.add(tx, {
-        [CountKeys.posts()]: -1,
-        [CountKeys.postsByAuthor(row.post.authorId)]: -1,
-      });
-      await this.outbox.enqueue(tx, 'post.deleted', toRestPost(row.post), row.post.authorId);
+      await this.changes.record(tx, { type: 'post.deleted', post: row.post, actor: caller });
       return row.post;
     });
   }
