@@ -9,6 +9,7 @@ import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventsModule } from './events/events.module.js';
+import { MessagesRepository } from './messages/messages.repository.js';
 import { RoomsRepository } from './messages/rooms.repository.js';
 import { UserEventsModule } from './users/user-events.module.js';
 import { GraphqlApiModule } from './graphql/graphql-api.module.js';
@@ -38,7 +39,7 @@ export class AppModule {
         AuditModule,
         RedisModule,
         WebhookOutboxModule,
-        EventsModule.forRoot(RoomsRepository),
+        EventsModule.forRoot(RoomsRepository, MessagesRepository),
         ChangesModule,
         MetricsModule,
         IdempotencyModule,

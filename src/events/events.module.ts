@@ -2,7 +2,12 @@ import { Global, Module, type DynamicModule, type Type } from '@nestjs/common';
 import { PubSub } from 'graphql-subscriptions';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { RedisConnections } from '../redis/redis.module.js';
-import { EventsService, PUB_SUB, RoomSequenceSource } from './events.service.js';
+import {
+  EventsService,
+  PUB_SUB,
+  RoomMessagesSource,
+  RoomSequenceSource,
+} from './events.service.js';
 import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
 
 /**
@@ -10,8 +15,10 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
  * RedisConnections. Unlike the fail-fast command clients these
  * - subscriber: keeps an offline queue and retries forever, so SUBSCRIBE issued before the connection
  *   is up (or during an outage) is sent when it comes up; ioredis re-subscribes after a reconnect;
- * - publisher: keeps a short offline queue (boot, a blip) but gives up after 500 ms, so a request
- *   never waits long for a bus that is down: the event is dropped and logged (at most once).
+ * - publisher: no offline queue, and a 500 ms command timeout: a publish while the connection is down
+ *   fails at once instead of being queued and published many seconds later (after the gap it left
+ *   was filled from the database); the message reaches subscribers through the gap fill
+ *   (docs/realtime.md, "Redis connections").
  * Without REDIS_URL: an in-process PubSub (one instance).
  */
 @Global()
@@ -25,7 +32,7 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
           return new PubSub();
         }
         const publisher = redis.create('events-pub', {
-          enableOfflineQueue: true,
+          enableOfflineQueue: false,
           commandTimeout: 500,
           maxRetriesPerRequest: 1,
         });
@@ -44,12 +51,20 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
 export class EventsModule {
   /**
    * `roomSequences`: the rooms' last sequence numbers, which seed the event sequencer at boot (the
-   * rooms repository; stateless, so an instance of its own here beside MessagesModule's costs nothing).
+   * rooms repository; stateless, so an instance of its own here beside MessagesModule's costs nothing);
+   * `roomMessages`: a room's stored messages, which fill the gaps of the live stream (the messages
+   * repository, likewise).
    */
-  static forRoot(roomSequences: Type<RoomSequenceSource>): DynamicModule {
+  static forRoot(
+    roomSequences: Type<RoomSequenceSource>,
+    roomMessages: Type<RoomMessagesSource>,
+  ): DynamicModule {
     return {
       module: EventsModule,
-      providers: [{ provide: RoomSequenceSource, useClass: roomSequences }],
+      providers: [
+        { provide: RoomSequenceSource, useClass: roomSequences },
+        { provide: RoomMessagesSource, useClass: roomMessages },
+      ],
     };
   }
 }

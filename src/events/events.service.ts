@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { firstConnection } from '../redis/redis.module.js';
 import { LIVE_SOURCE, type LiveSource } from './live-source.js';
-import { RoomSequencer } from './room-sequencer.js';
+import { RoomSequencer, type SequencerOutcome } from './room-sequencer.js';
 
 /** The shared bus between instances: RedisPubSub with REDIS_URL, in-process PubSub without. */
 export const PUB_SUB = Symbol('PUB_SUB');
@@ -57,6 +57,35 @@ export abstract class RoomSequenceSource {
   abstract lastSeqs(): Promise<{ id: string; lastSeq: number }[]>;
 }
 
+/**
+ * Where the sequencer fills the gaps of the live stream from: a room's stored messages from a
+ * position on, in order (the messages table's repository, bound in the app module).
+ */
+export abstract class RoomMessagesSource {
+  abstract listFrom(roomId: string, fromSeq: number, limit: number): Promise<MessagePayload[]>;
+}
+
+/** The largest gap of one room that an instance fills from the database; larger -> RESYNC_REQUIRED. */
+export const MAX_GAP_FILL = 1_000;
+/** Rows per read of a gap fill. */
+const GAP_FILL_PAGE = 100;
+
+/**
+ * Published on a room's local topics (and newMessage) in place of messages `fromSeq`..`toSeq` that
+ * this instance's live stream lost and could not fill from the database (more than MAX_GAP_FILL, or
+ * the read failed): its subscribers get RESYNC_REQUIRED instead of a silent gap.
+ */
+export interface RoomResync {
+  resync: true;
+  roomId: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
+export function isRoomResync(value: unknown): value is RoomResync {
+  return typeof value === 'object' && value !== null && (value as RoomResync).resync === true;
+}
+
 /** A sent message on the bus: `seq` is its room's sequence number (commit order, see RoomSequencer). */
 export interface MessageSentEvent extends BusEvent {
   message: MessagePayload;
@@ -91,7 +120,16 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly sequencer = new RoomSequencer<MessageSentEvent & { roomId: string }>(
     (e) => this.deliverMessage(e),
     undefined,
-    (reason, count) => this.metrics.eventsDropped.inc({ channel: 'message_sent', reason }, count),
+    (what, count) => this.sequencerOutcome(what, count),
+    {
+      maxFill: MAX_GAP_FILL,
+      fill: (roomId, fromSeq, toSeq) => this.storedMessages(roomId, fromSeq, toSeq),
+      resync: (roomId, fromSeq, toSeq) => {
+        const marker: RoomResync = { resync: true, roomId, fromSeq, toSeq };
+        void this.local.publish(TOPICS.newMessage, marker);
+        void this.local.publish(TOPICS.messageAdded(roomId), marker);
+      },
+    },
   );
   private busSubscriptions: number[] = [];
   /** Listeners that stand for several subscribers (a shared group): how many (listenerCount). */
@@ -101,6 +139,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     @Inject(PUB_SUB) readonly pubSub: PubSubEngine,
     private readonly metrics: MetricsService,
     private readonly rooms: RoomSequenceSource,
+    private readonly stored: RoomMessagesSource,
   ) {
     this.emitter.setMaxListeners(0); // one listener per subscriber: hundreds per room are normal
     this.local = new PubSub({ eventEmitter: this.emitter });
@@ -143,6 +182,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
         return 'failed' as const;
       },
     );
+    this.watchReconnects();
     // With Redis down at boot the subscriptions wait in the subscriber's queue and complete when it
     // connects; the app still starts (events sent meanwhile are lost: at most once).
     const timeout = this.subscribeDeadline(3_000);
@@ -241,16 +281,93 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   // ---- internals ---------------------------------------------------------------------------
 
-  /** A failed publish (Redis down) loses the event, logged: the change itself has committed. */
+  /**
+   * A failed publish (Redis down) is counted and logged, not dropped: the change has committed, this
+   * instance delivers a message event to its own subscribers at once, and the other instances fill it
+   * from the database (the next message of the room reveals the gap; the bus's reconnect fills the
+   * rooms' tails). A user event has no such store: it is lost, and counted as dropped.
+   */
   private async publish(channel: string, payload: object): Promise<void> {
     const label = CHANNEL_LABELS[channel] ?? channel;
     try {
       await this.pubSub.publish(channel, payload);
       this.metrics.eventsPublished.inc({ channel: label });
     } catch (err) {
-      this.metrics.eventsDropped.inc({ channel: label, reason: 'publish_failed' });
-      this.logger.warn({ err }, `event on ${channel} lost: the bus is unavailable`);
+      this.metrics.eventsPublishFailed.inc({ channel: label });
+      if (channel === CHANNELS.messageSent) {
+        this.logger.warn({ err }, `event on ${channel} not published: the bus is unavailable`);
+        this.onMessageSent(payload as MessageSentEvent);
+      } else {
+        this.metrics.eventsDropped.inc({ channel: label, reason: 'publish_failed' });
+        this.logger.warn({ err }, `event on ${channel} lost: the bus is unavailable`);
+      }
     }
+  }
+
+  private sequencerOutcome(what: SequencerOutcome, count: number): void {
+    const channel = 'message_sent';
+    if (what === 'filled') {
+      this.metrics.eventsGapFilled.inc({ channel }, count);
+    } else if (what === 'late') {
+      this.metrics.eventsLate.inc({ channel }, count);
+    } else {
+      this.metrics.eventsDropped.inc({ channel, reason: what }, count);
+    }
+  }
+
+  /** Messages `fromSeq`..`toSeq` of a room from the database, in pages of GAP_FILL_PAGE rows. */
+  private async storedMessages(
+    roomId: string,
+    fromSeq: number,
+    toSeq: number,
+  ): Promise<(MessageSentEvent & { roomId: string })[]> {
+    const out: (MessageSentEvent & { roomId: string })[] = [];
+    for (let from = fromSeq; from <= toSeq; ) {
+      const page = await this.stored.listFrom(
+        roomId,
+        from,
+        Math.min(GAP_FILL_PAGE, toSeq - from + 1),
+      );
+      for (const message of page) {
+        const seq = message.seq ?? 0;
+        if (seq >= from && seq <= toSeq) {
+          out.push({ message, seq, roomId });
+        }
+      }
+      if (page.length === 0) {
+        break;
+      }
+      from = (page[page.length - 1]?.seq ?? toSeq) + 1;
+    }
+    return out;
+  }
+
+  /**
+   * When the Redis subscriber reconnects after an outage, every room's last seq is read and what this
+   * instance has not delivered up to it is filled from the database: the messages lost at the end of
+   * the outage, which no later message would reveal.
+   */
+  private watchReconnects(): void {
+    if (!(this.pubSub instanceof RedisPubSub)) {
+      return;
+    }
+    const subscriber = this.pubSub.getSubscriber() as unknown as Redis;
+    let lost = false;
+    subscriber.on('close', () => (lost = true));
+    subscriber.on('ready', () => {
+      if (!lost) {
+        return;
+      }
+      lost = false;
+      void this.rooms.lastSeqs().then(
+        (rooms) => {
+          for (const room of rooms) {
+            this.sequencer.catchUp(room.id, room.lastSeq);
+          }
+        },
+        (err: unknown) => this.logger.warn({ err }, 'could not read the rooms after a reconnect'),
+      );
+    });
   }
 
   /** Publish (on whichever instance) to local fan-out; wall clocks, so across hosts it includes their skew. */

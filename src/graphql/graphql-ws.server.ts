@@ -55,6 +55,13 @@ import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
 import { SubscriptionGroup, type GroupHooks } from './subscription-groups.js';
 import { liveSourceOf } from '../events/live-source.js';
 import { WsTelemetry, type SocketTelemetry, type WsOperation } from './ws-telemetry.js';
+import {
+  isPrecharged,
+  QueuedBytes,
+  RefusedEvent,
+  ReplaySlots,
+  setReplayGate,
+} from './ws-replay.js';
 import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrade-refusals.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -126,6 +133,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   };
   /** The TCP stream under each WebSocket (corked while a group writes a batch of events to it). */
   private readonly transports = new WeakMap<WebSocket, Duplex>();
+  /** Replays running at once (`messageAdded(after:)`): 2 per identity, 32 on the instance. */
+  private readonly replaySlots = new ReplaySlots(2, 32);
+  /** Each socket's queued event bytes (per-socket streams), bounded by WS_SEND_BUFFER_BYTES. */
+  private readonly queuedBytes = new WeakMap<object, QueuedBytes>();
   /** Small ids for documents and SocketCallers in group keys. */
   private readonly keyIds = new WeakMap<object, number>();
   private nextKeyId = 1;
@@ -240,6 +251,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
               );
         },
         onError: (ctx, id, _payload, errors) => {
+          if (clientWentAway(errors)) {
+            // the client dropped its socket while an event was being written (write ECONNRESET,
+            // EPIPE): nothing is wrong with the server, and nothing can be sent any more
+            this.logger.log(
+              { operation: id, err: errors[0]?.message },
+              'subscriber went away while an event was being sent',
+            );
+            return errors.map((e) => ({ message: e.message }));
+          }
           this.telemetry.failed(ctx.extra, id, errors);
           return errors.map((e) => this.format(e));
         },
@@ -326,6 +346,17 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     const contextValue = this.contexts.forSocket(caller, ctx.connectionParams, rights);
     contextValue.cost = { requested, limit };
     this.socketOf.set(contextValue, ctx); // per-event charges (subscribeCharged)
+    let queue = this.queuedBytes.get(ctx);
+    if (!queue) {
+      queue = new QueuedBytes(this.config.wsSendBufferBytes);
+      this.queuedBytes.set(ctx, queue);
+    }
+    // a replay's pages: charged before they are read, under a slot, counted against the socket
+    setReplayGate(contextValue, {
+      slot: (signal) => this.replaySlots.acquire(this.limits.identityOfSocket(ctx), signal),
+      charge: (count) => this.limits.chargeEvent(ctx, requested * count),
+      queue,
+    });
     this.operationOf.set(contextValue, op);
     if (isIntrospectionQuery(document, operation)) {
       this.introspectionOf.set(contextValue, payload.query);
@@ -400,6 +431,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       return group.join(ws, socket, op.id, this.transports.get(ws));
     }
     return mapEvents(source, async (payload) => {
+      if (payload instanceof RefusedEvent) {
+        return { result: { errors: [payload.error] }, last: true };
+      }
       if (context.refreshCaller) {
         // each event is resolved with the subscriber's current rights; once they have lapsed the
         // socket is closed (4403) and nothing more is delivered (current-rights.ts)
@@ -409,7 +443,9 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
         }
         context.caller = caller;
       }
-      const refused = socket ? await this.limits.chargeEvent(socket, cost) : undefined;
+      // a replayed event was charged with its page, before the page was read (ws-replay.ts)
+      const refused =
+        socket && !isPrecharged(payload) ? await this.limits.chargeEvent(socket, cost) : undefined;
       if (refused) {
         return { result: { errors: [refused] }, last: true };
       }
@@ -603,6 +639,28 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
     this.logger.debug('GraphQL WebSocket server closed');
   }
+}
+
+/** System error codes of a write to a peer that has gone (the socket was reset or closed). */
+const GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_DESTROYED']);
+
+/**
+ * Whether an operation's errors are only the failure to write to a socket whose client went away
+ * (graphql-ws reports a failed `send` as an error of the operation, its message the system error's).
+ */
+function clientWentAway(errors: readonly GraphQLError[]): boolean {
+  return (
+    errors.length > 0 &&
+    errors.every((e) => {
+      const cause = (e.originalError ?? (e as { cause?: unknown }).cause) as
+        | { code?: unknown }
+        | undefined;
+      // the code of the system error, or of its message ("write ECONNRESET") when only that is left
+      const code =
+        typeof cause?.code === 'string' ? cause.code : /^write (E[A-Z]+)/.exec(e.message)?.[1];
+      return code !== undefined && GONE_CODES.has(code);
+    })
+  );
 }
 
 /** Apollo's code for a graphql-js request error that carries none of its own (ours keep theirs). */

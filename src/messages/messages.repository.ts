@@ -110,6 +110,15 @@ export class MessagesRepository {
     );
   }
 
+  /** The room's last message position (0 when it has none): the end of the (room_id, seq) index. */
+  async lastSeq(roomId: string): Promise<number> {
+    const rows = await this.db.query<{ seq: number | string | null }>(
+      `SELECT MAX(seq) AS seq FROM messages WHERE room_id = ${this.p(1)}`,
+      [roomId],
+    );
+    return Number(rows[0]?.seq ?? 0);
+  }
+
   /**
    * Up to `limit` messages of a room from position `fromSeq` on, in commit order (the subscription
    * replay): one range of the (room_id, seq) index.

@@ -1,3 +1,4 @@
+import { GraphQLError } from 'graphql';
 import {
   Args,
   Context,
@@ -12,6 +13,8 @@ import { NotFound } from '../common/errors.js';
 import { validateInput } from '../common/validation.js';
 import { EventsService } from '../events/events.service.js';
 import type { GqlContext } from '../graphql/context.js';
+import { replayGateOf } from '../graphql/ws-replay.js';
+import { isRoomResync, type RoomResync } from '../events/events.service.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';
 import { userLoader } from '../users/users.loaders.js';
@@ -80,7 +83,13 @@ export class MessagesResolver {
   @Subscription(() => MessageModel, {
     description:
       'Every message sent in any room, in commit order per room, from the time of subscribing.',
-    resolve: (message: MessageEvent) => message,
+    // messages this instance's live stream lost and could not fill: RESYNC_REQUIRED (docs/realtime.md)
+    resolve: (message: MessageEvent | RoomResync) => {
+      if (isRoomResync(message)) {
+        throw liveGap(message);
+      }
+      return message;
+    },
   })
   @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
   newMessage(@Context() ctx: GqlContext): AsyncIterableIterator<MessageEvent> {
@@ -91,11 +100,14 @@ export class MessagesResolver {
   @Subscription(() => MessageModel, {
     description: `Messages sent in one room, in commit order. NOT_FOUND for an unknown room. With \`after\` (a \`Message.cursor\` of this room), first every message committed after that one, then the live ones, with no gap and no duplicate; more than ${MAX_REPLAY} missed -> RESYNC_REQUIRED; a malformed cursor or one of another room -> BAD_USER_INPUT.`,
     // a resumed subscriber that falls more than MAX_REPLAY messages behind gets RESYNC_REQUIRED last
-    resolve: (item: RoomStreamItem) => {
+    resolve: (item: RoomStreamItem | RoomResync) => {
       if (item === FELL_BEHIND) {
         throw resyncRequired();
       }
-      return item;
+      if (isRoomResync(item)) {
+        throw liveGap(item);
+      }
+      return item as MessageEvent;
     },
   })
   @Directive('@auth(requires: GUEST, scopes: ["messages:read"])')
@@ -117,12 +129,14 @@ export class MessagesResolver {
     return resumableRoomStream(
       {
         listen: (listener) => this.events.listenRoom(roomId, listener),
+        lastSeq: () => this.stored.lastSeq(roomId),
+        gate: replayGateOf(ctx),
         load: async (fromSeq, limit) => {
           const messages = await this.stored.listFrom(roomId, fromSeq, limit);
-          if (messages.length <= 1 || messages.length > MAX_REPLAY + 1) {
+          if (messages.length === 0) {
             return messages;
           }
-          // the snapshots live events carry, read once for the whole replay
+          // the snapshots live events carry, read once per page
           const authorIds = [...new Set(messages.map((m) => m.authorId))];
           const authors = new Map((await this.users.findByIds(authorIds)).map((u) => [u.id, u]));
           return messages.map(
@@ -133,4 +147,12 @@ export class MessagesResolver {
       afterSeq,
     );
   }
+}
+
+/** What a live subscriber gets for messages its instance lost and could not fill from the database. */
+function liveGap(gap: RoomResync): GraphQLError {
+  return new GraphQLError(
+    `Messages ${gap.fromSeq}..${gap.toSeq} of room ${gap.roomId} could not be delivered: reload the room through Room.messages`,
+    { extensions: { code: 'RESYNC_REQUIRED', maxReplay: MAX_REPLAY } },
+  );
 }

@@ -128,8 +128,29 @@ export class MetricsService {
 
   readonly eventsDropped = new Counter({
     name: 'atrium_events_dropped_total',
-    help: 'Events not delivered, by channel and reason',
+    help: "Events this instance's subscribers will never get, by channel and reason (resync: replaced by RESYNC_REQUIRED; publish_failed: a user event the bus refused)",
     labelNames: ['channel', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsPublishFailed = new Counter({
+    name: 'atrium_events_publish_failed_total',
+    help: 'Publishes the bus refused, by channel (message events still reach subscribers: local delivery and gap fill)',
+    labelNames: ['channel'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsGapFilled = new Counter({
+    name: 'atrium_events_gap_filled_total',
+    help: 'Events the live stream lost that this instance read from the database and delivered, by channel',
+    labelNames: ['channel'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsLate = new Counter({
+    name: 'atrium_events_late_total',
+    help: 'Events that reached this instance after their place was passed (delivered already by a gap fill, or a duplicate), by channel',
+    labelNames: ['channel'] as const,
     registers: [this.registry],
   });
 

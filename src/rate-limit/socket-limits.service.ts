@@ -115,6 +115,11 @@ export class SocketLimitsService {
     return family !== 0 && this.trusted.check(plain, family === 6 ? 'ipv6' : 'ipv4');
   }
 
+  /** The identity a registered socket counts against ('ip:unknown' for one never registered). */
+  identityOfSocket(socket: SocketRef): string {
+    return this.identities.get(socket) ?? 'ip:unknown';
+  }
+
   /** The identity a connection counts against (`identityOf`, or the client address when anonymous). */
   identityOf(caller: MaybeCaller, address: string): string {
     return this.limits.trackerOf(caller, address);
