@@ -4,17 +4,15 @@ import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, NotFound } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { EventsService } from '../events/events.service.js';
-import { WebhookOutbox } from '../outbox/webhook-outbox.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent } from './message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
-import { toRestMessage } from './messages.mapper.js';
 import { encodeMessageCursor } from './message-cursor.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
@@ -48,12 +46,11 @@ export class MessagesService {
   constructor(
     private readonly db: DatabaseService,
     private readonly rooms: RoomsService,
-    private readonly events: EventsService,
     private readonly counters: CountersRepository,
     private readonly messages: MessagesRepository,
     private readonly roomRows: RoomsRepository,
     private readonly users: UsersRepository,
-    private readonly outbox: WebhookOutbox,
+    private readonly changes: ChangeRecord,
   ) {}
 
   async list(
@@ -155,14 +152,12 @@ export class MessagesService {
         cursor: encodeMessageCursor(roomId, seq),
       };
       await this.messages.insert(manager, message, seq);
-      this.counters.add(tx, { [CountKeys.messagesOfRoom(roomId)]: 1 });
       const event: MessageEvent = {
         ...message,
         room: taken.room,
         author,
       };
-      tx.afterCommit(() => this.events.messageSent(event, seq));
-      await this.outbox.enqueue(tx, 'message.created', toRestMessage(message), message.authorId);
+      await this.changes.record(tx, { type: 'message.sent', message, event, actor: caller });
       return message;
     });
   }

@@ -4,6 +4,7 @@ import { Role } from '../identity/role.js';
 import { Conflict, Forbidden, NotFound, Unauthorized } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
@@ -23,6 +24,7 @@ export class RoomsService {
     private readonly db: DatabaseService,
     private readonly counters: CountersRepository,
     private readonly repository: RoomsRepository,
+    private readonly changes: ChangeRecord,
   ) {}
 
   async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Room>> {
@@ -73,7 +75,7 @@ export class RoomsService {
     try {
       await this.db.transaction(async (tx) => {
         await this.repository.insert(tx.manager, room, caller.userId);
-        this.counters.add(tx, { [CountKeys.rooms()]: 1 });
+        await this.changes.record(tx, { type: 'room.created', room, actor: caller });
       });
     } catch (err) {
       if (this.db.isUniqueViolation(err)) {
