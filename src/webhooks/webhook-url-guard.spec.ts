@@ -29,16 +29,31 @@ describe('webhook URL guard (SSRF)', () => {
     'fd00:ec2::254',
     '::ffff:127.0.0.1',
     '64:ff9b::a00:1',
+    '::a00:1',
+    '::7f00:1',
+    '::808:808',
+    '2002:a00:1::1',
+    '2002:5db8:d822::1',
+    '64:ff9b:1::a00:1',
+    '64:ff9b:1:ffff::1',
+    '100::1',
+    '100::ffff:ffff:ffff:ffff',
   ])('forbids %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.216.34', '100.128.0.1', '172.32.0.1', '2606:4700::1111'])(
-    'allows the public address %s',
-    (address) => {
-      expect(isForbiddenAddress(address)).toBe(false);
-    },
-  );
+  it.each([
+    '93.184.216.34',
+    '100.128.0.1',
+    '172.32.0.1',
+    '2606:4700::1111',
+    '2003::1',
+    '64:ff9b:2::1',
+    '100:0:0:1::1',
+    '::1:0:0:1',
+  ])('allows the public address %s', (address) => {
+    expect(isForbiddenAddress(address)).toBe(false);
+  });
 
   it('refuses a host any of whose addresses is forbidden, and pins the first address', async () => {
     await expect(

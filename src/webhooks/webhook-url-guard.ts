@@ -4,7 +4,8 @@ import { BlockList, isIP } from 'node:net';
 /**
  * Addresses a webhook may not reach unless allowed (SSRF): loopback, private (RFC 1918, IPv6 ULA),
  * link-local (with the cloud metadata address 169.254.169.254), CGNAT (RFC 6598), "this network",
- * multicast and reserved ranges, and the same ranges mapped into IPv6.
+ * multicast and reserved ranges, the same ranges mapped into IPv6, and the IPv6 ranges that embed or
+ * translate an IPv4 address (docs/webhooks.md "Security").
  */
 const FORBIDDEN = new BlockList();
 for (const [net, prefix] of [
@@ -22,13 +23,20 @@ for (const [net, prefix] of [
 ] as const) {
   FORBIDDEN.addSubnet(net, prefix, 'ipv4');
 }
+// IPv6 ranges that carry or translate to an IPv4 address (IPv4-compatible ::/96 (RFC 4291), 6to4
+// 2002::/16 (RFC 3056), NAT64 64:ff9b::/96 (RFC 6052) and its local-use 64:ff9b:1::/48 (RFC 8215))
+// are refused whole: the IPv4 address inside may be a private one reached through a relay or a
+// translator, and no receiver needs them. ::/96 holds :: and ::1. 100::/64 is the discard range
+// (RFC 6666).
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
   ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['2002::', 16],
+  ['100::', 64],
 ] as const) {
   FORBIDDEN.addSubnet(net, prefix, 'ipv6');
 }
