@@ -6,7 +6,7 @@ import { isId, newId, nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
 import { TokenService } from '../../identity/token.service.js';
-import { AuditService } from '../../audit/audit.service.js';
+import { ChangeRecord } from '../../changes/change-record.js';
 import type { CreateApiKeyInput } from './api-key.inputs.js';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './api-key.response.js';
 import { ApiKeysRepository } from '../../identity/api-keys.repository.js';
@@ -36,7 +36,7 @@ export class ApiKeysService {
     private readonly db: DatabaseService,
     private readonly tokens: TokenService,
     private readonly keys: ApiKeysRepository,
-    private readonly audit: AuditService,
+    private readonly changes: ChangeRecord,
   ) {}
 
   async create(caller: Caller, input: CreateApiKeyInput): Promise<CreatedApiKeyResponse> {
@@ -81,17 +81,7 @@ export class ApiKeysService {
     await this.db.transaction(async (tx) => {
       const { manager } = tx;
       await this.keys.insert(manager, key, hash);
-      await this.audit.record(tx, {
-        actor: caller,
-        action: 'api_key.created',
-        target: { type: 'api_key', id: key.id },
-        changes: {
-          name: [null, key.name],
-          role: [null, key.role],
-          user_id: [null, key.user_id],
-          expires_at: [null, key.expires_at],
-        },
-      });
+      await this.changes.record(tx, { type: 'api_key.created', key, actor: caller });
     });
     return { ...key, key: token };
   }
@@ -135,11 +125,11 @@ export class ApiKeysService {
     await this.db.transaction(async (tx) => {
       const { manager } = tx;
       await this.keys.revoke(manager, id, revokedAt);
-      await this.audit.record(tx, {
+      await this.changes.record(tx, {
+        type: 'api_key.revoked',
+        keyId: id,
+        revokedAt,
         actor: caller,
-        action: 'api_key.revoked',
-        target: { type: 'api_key', id },
-        changes: { revoked_at: [null, revokedAt] },
       });
     });
   }

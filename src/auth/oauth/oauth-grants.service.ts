@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Caller } from '../../identity/caller.js';
-import { AuditService } from '../../audit/audit.service.js';
+import { ChangeRecord } from '../../changes/change-record.js';
 import { DatabaseService } from '../../database/database.service.js';
 import {
   OAuthArtifactsRepository,
@@ -35,7 +35,7 @@ export class OAuthGrantsService {
     private readonly artifacts: OAuthArtifactsRepository,
     private readonly clients: OAuthClientsRepository,
     private readonly db: DatabaseService,
-    private readonly audit: AuditService,
+    private readonly changes: ChangeRecord,
   ) {}
 
   async list(caller: Caller): Promise<AuthorizedApp[]> {
@@ -81,12 +81,12 @@ export class OAuthGrantsService {
       for (const grant of grants) {
         await this.artifacts.revokeGrant(grant.id, manager);
       }
-      await this.audit.record(tx, {
+      await this.changes.record(tx, {
+        type: 'oauth_grant.revoked',
+        clientId,
+        userId: caller.userId,
+        scopes: [...new Set(grants.flatMap(scopesOf))],
         actor: caller,
-        action: 'oauth_grant.revoked',
-        target: { type: 'oauth_client', id: clientId },
-        onBehalfOf: caller.userId,
-        changes: { scopes: [[...new Set(grants.flatMap(scopesOf))], null] },
       });
     });
   }
