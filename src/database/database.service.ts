@@ -11,6 +11,7 @@ import {
   type QueryRunner,
 } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
+import { typeormPgPool, typeormSqliteConnection } from '../common/library-internals.js';
 import { StorageRelease } from '../common/storage-release.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
@@ -55,6 +56,31 @@ class DryRunRollback extends Error {
   constructor(readonly value: unknown) {
     super('dry run: rolled back');
   }
+}
+
+/**
+ * What a request that holds its first transaction open (an `Idempotency-Key` POST,
+ * docs/idempotency.md) does at the ends of that transaction.
+ */
+export interface RequestHold {
+  /** Runs first in the held transaction; throwing rolls it back and fails the handler's call. */
+  begin(tx: TxContext): Promise<void>;
+  /** Runs last, once the request is answered; throwing rolls the request's change back. */
+  end(tx: TxContext): Promise<void>;
+}
+
+/** How a held request's transaction ended: committed, or none was held (none ran, or it failed). */
+export type HeldOutcome = 'committed' | 'none';
+
+interface HeldTransaction {
+  hold: RequestHold;
+  tx?: TxContext;
+  /** The handler's statements and transactions run in `tx` while this is true. */
+  open: boolean;
+  /** A held transaction was opened and is not over (its work may still fail). */
+  started: boolean;
+  /** Of the held transaction whose work succeeded: settles with its commit. */
+  outcome?: Promise<HeldOutcome>;
 }
 
 /** A statement that only reads (the dry-run guard of `query`). */
@@ -103,6 +129,9 @@ export class DatabaseService {
   /** Set while `dryRun` work runs: its transactions roll back instead of committing. */
   private readonly dryRuns = new AsyncLocalStorage<true>();
   private readonly dryRunRelease = new StorageRelease(this.dryRuns);
+  /** Set while a request's handler runs with a held transaction (`runHeld`). */
+  private readonly held = new AsyncLocalStorage<HeldTransaction>();
+  private readonly heldRelease = new StorageRelease(this.held);
   readonly dialect: 'sqlite' | 'postgres';
   /** SQLite: `query` runs cached prepared statements itself (SQLITE_STATEMENT_CACHE, default on). */
   private readonly statementCache: boolean;
@@ -149,7 +178,7 @@ export class DatabaseService {
    */
   private poolUsage(): PoolUsage | undefined {
     if (this.dialect === 'postgres') {
-      const pool = (this.dataSource.driver as unknown as { master?: PgPool }).master;
+      const pool = typeormPgPool<PgPool>(this.dataSource.driver);
       return pool
         ? {
             inUse: pool.totalCount - pool.idleCount,
@@ -192,7 +221,9 @@ export class DatabaseService {
     const gated = shared as unknown as { query: QueryFn };
     const original: QueryFn = gated.query.bind(shared);
     gated.query = async (...args: unknown[]) => {
-      await this.waitForOpenTransaction();
+      if (!this.insideHeld()) {
+        await this.waitForOpenTransaction();
+      }
       // counted in the same tick as the check, so a transaction cannot begin before this statement ran
       this.outsideInFlight += 1;
       try {
@@ -224,8 +255,12 @@ export class DatabaseService {
       // a write outside a transaction could not be rolled back: refuse it rather than commit it
       throw new Error('a dry run may write only inside db.transaction');
     }
+    const held = this.openHeld();
     if (this.dialect === 'postgres') {
-      return this.dataSource.query<T[]>(sql, params);
+      // inside a held transaction a read must see that transaction's own writes: its connection
+      return held
+        ? held.tx!.manager.query<T[]>(sql, params)
+        : this.dataSource.query<T[]>(sql, params);
     }
     if (!this.statementCache) {
       // TypeORM's SQLite runner answers a write with its last row id: writes answer no rows here
@@ -234,7 +269,7 @@ export class DatabaseService {
     }
     // better-sqlite3 cannot bind booleans (TypeORM converts them the same way)
     const values = params.map((v) => (typeof v === 'boolean' ? Number(v) : v));
-    if (this.txOpen) {
+    if (this.txOpen && !held) {
       await this.waitForOpenTransaction();
     }
     // from here on synchronous: nothing else can run on the connection until the statement is done
@@ -259,11 +294,9 @@ export class DatabaseService {
   private statement(sql: string): CachedStatement {
     let cached = this.statements.get(sql);
     if (!cached) {
-      const connection = (
-        this.dataSource.driver as unknown as {
-          databaseConnection: { prepare(sql: string): SqliteStatement };
-        }
-      ).databaseConnection;
+      const connection = typeormSqliteConnection<{ prepare(sql: string): SqliteStatement }>(
+        this.dataSource.driver,
+      );
       const statement = connection.prepare(sql);
       cached = statement.reader
         ? { statement: statement.raw(true), columns: statement.columns().map((c) => c.name) }
@@ -313,7 +346,117 @@ export class DatabaseService {
     return this.dryRunRelease.around(() => this.dryRuns.run(true, work));
   }
 
+  /** The held transaction the current request's handler runs in, while it is open. */
+  private openHeld(): HeldTransaction | undefined {
+    const held = this.held.getStore();
+    return held?.open ? held : undefined;
+  }
+
+  private insideHeld(): boolean {
+    return this.openHeld() !== undefined;
+  }
+
+  /**
+   * Runs `fn` (a request's handler) so that the first transaction it opens is held open after its
+   * work until `hold.end` has run: the handler's later statements and transactions run inside it
+   * (`query` on its connection, `transaction` as a savepoint), and `hold.end` writes last. So the
+   * handler's change and what `hold.end` writes (its answer) commit together or not at all.
+   * `outcome()` settles once that transaction is over: 'committed', 'none' when no transaction was
+   * held (none opened, or its work failed), or rejects when it did not commit.
+   * On SQLite the held transaction is the open one: other requests' statements wait for it.
+   */
+  runHeld<R>(
+    hold: RequestHold,
+    fn: () => Promise<R>,
+  ): { result: Promise<R>; outcome(): Promise<HeldOutcome> } {
+    const held: HeldTransaction = { hold, open: false, started: false };
+    const result = this.heldRelease.around(() => this.held.run(held, fn));
+    return { result, outcome: () => held.outcome ?? Promise.resolve('none') };
+  }
+
+  /** Runs `fn` outside any held transaction of the current request. */
+  outsideHeld<R>(fn: () => R): R {
+    return this.held.getStore() ? this.held.exit(fn) : fn();
+  }
+
+  /** The first transaction of a held request: `work` in a savepoint of a transaction kept open. */
+  private openHeldTransaction<T>(
+    held: HeldTransaction,
+    work: (tx: TxContext) => Promise<T>,
+  ): Promise<T> {
+    held.started = true;
+    return new Promise<T>((resolve, reject) => {
+      let worked = false;
+      const transaction = this.plainTransaction(async (tx) => {
+        held.tx = tx;
+        held.open = true;
+        try {
+          await held.hold.begin(tx);
+          const value = await this.join(held, work);
+          worked = true;
+          resolve(value);
+        } catch (err) {
+          held.open = false;
+          held.started = false;
+          held.tx = undefined;
+          reject(err instanceof Error ? err : new Error(String(err)));
+          throw err;
+        }
+        try {
+          await held.hold.end(tx);
+        } finally {
+          held.open = false;
+        }
+      });
+      held.outcome = transaction.then(
+        () => 'committed' as const,
+        (err: unknown) => {
+          if (!worked) {
+            return 'none' as const;
+          }
+          throw err;
+        },
+      );
+      held.outcome.catch(() => undefined); // read by the holder through outcome()
+    });
+  }
+
+  /**
+   * A transaction of a handler that runs inside a held one: a savepoint of it, whose after-commit
+   * callbacks wait for the held transaction's commit.
+   */
+  private async join<T>(held: HeldTransaction, work: (tx: TxContext) => Promise<T>): Promise<T> {
+    const outer = held.tx!;
+    return outer.manager.transaction(async (manager) => {
+      const before: AfterCommit[] = [];
+      const value = await work({
+        manager,
+        afterCommit: (fn) => outer.afterCommit(fn),
+        beforeCommit: (fn) => before.push(fn),
+      });
+      for (const fn of before) {
+        await fn();
+      }
+      return value;
+    });
+  }
+
   async transaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {
+    const held = this.held.getStore();
+    if (held?.open) {
+      return this.join(held, work);
+    }
+    if (held && !held.started) {
+      return this.openHeldTransaction(held, work);
+    }
+    return this.plainTransaction(work);
+  }
+
+  private async plainTransaction<T>(work: (tx: TxContext) => Promise<T>): Promise<T> {
+    const held = this.openHeld();
+    if (held) {
+      return this.join(held, work);
+    }
     const dry = this.dryRuns.getStore() === true;
     const run = async (closed?: () => void): Promise<T> => {
       const callbacks: AfterCommit[] = [];

@@ -9,17 +9,19 @@ export interface StoredResponse {
   body: string;
 }
 
-/** What a request carrying an Idempotency-Key may do (docs/idempotency.md). */
-export type Claim =
-  | { kind: 'claimed' }
-  | {
-      kind: 'replay';
-      response: StoredResponse;
-      /** The rights the first request ran with (`rightsOf`, JSON); null on records from before. */
-      callerRights: string | null;
-    }
-  | { kind: 'in_progress' }
-  | { kind: 'mismatch' };
+/** A key's live record: the first request's fingerprint, its rights and the response it got. */
+export interface KeyRecord {
+  requestHash: string;
+  response: StoredResponse;
+  /** The rights the first request ran with (`rightsOf`, JSON); null on records from before. */
+  callerRights: string | null;
+}
+
+/** What a new record holds besides its id. */
+export interface NewKeyRecord extends KeyRecord {
+  createdAt: string;
+  expiresAt: string;
+}
 
 interface Row {
   request_hash: string;
@@ -27,14 +29,14 @@ interface Row {
   response_headers: string | null;
   response_body: string | null;
   caller_rights: string | null;
-  locked_until: string | null;
   expires_at: string;
 }
 
 /**
- * The one owner of `idempotency_keys` SQL. Every decision is a single conditional statement (an
- * INSERT that does nothing on conflict, an UPDATE guarded by the state it replaces), so of any
- * number of concurrent requests on any number of instances exactly one runs a key.
+ * The one owner of `idempotency_keys` SQL. A record is written only in the transaction of the
+ * request it answers (docs/idempotency.md), so a record that exists is a request that committed,
+ * with its response. Rows without a status (claims written by earlier versions, which committed the
+ * claim on its own) are not records: a request may take their key at once.
  */
 @Injectable()
 export class IdempotencyRepository {
@@ -44,105 +46,91 @@ export class IdempotencyRepository {
     return this.db.p(n);
   }
 
-  private async returning(manager: EntityManager, sql: string, params: unknown[]) {
-    if (!manager.queryRunner) {
-      throw new Error('idempotency statements run inside a transaction');
+  private static record(row: Row | undefined, now: string): KeyRecord | undefined {
+    if (!row || row.status === null || row.expires_at <= now) {
+      return undefined;
     }
-    const result = (await manager.queryRunner.query(sql, params, true)) as {
-      records?: unknown[];
+    return {
+      requestHash: row.request_hash,
+      response: {
+        status: row.status,
+        headers: JSON.parse(row.response_headers ?? '{}') as Record<string, string>,
+        body: row.response_body ?? '',
+      },
+      callerRights: row.caller_rights,
     };
-    return (result.records?.length ?? 0) > 0;
+  }
+
+  private select(): string {
+    return `SELECT request_hash, status, response_headers, response_body, caller_rights, expires_at
+              FROM idempotency_keys WHERE id = ${this.p(1)}`;
+  }
+
+  /** The live record of key `id` (committed and not expired), outside any transaction. */
+  async find(id: string, now: string): Promise<KeyRecord | undefined> {
+    const [row] = await this.db.query<Row>(this.select(), [id]);
+    return IdempotencyRepository.record(row, now);
+  }
+
+  /** The same, read in the transaction that holds the key (`lock`). */
+  async findIn(manager: EntityManager, id: string, now: string): Promise<KeyRecord | undefined> {
+    const [row] = await manager.query<Row[]>(this.select(), [id]);
+    return IdempotencyRepository.record(row, now);
   }
 
   /**
-   * Claims key `id` for a request whose fingerprint is `requestHash`, or says why not. A claim holds
-   * until `lockedUntil` (then a retry may take it over: its first runner died); a finished record
-   * is replayed until `expiresAt`, after which the key is new again. `callerRights` is kept with a
-   * claim it takes.
+   * Takes key `id` for the transaction of `manager` until it ends, or answers false when another
+   * transaction holds it now. PostgreSQL: a transaction-scoped advisory lock, released by the
+   * commit, the rollback or the death of the connection (a killed instance frees its keys at once).
+   * SQLite serializes transactions in its one process, so the transaction holds every key.
    */
-  claim(
-    id: string,
-    requestHash: string,
-    callerRights: string,
-    now: string,
-    lockedUntil: string,
-    expiresAt: string,
-  ): Promise<Claim> {
+  async lock(manager: EntityManager, id: string): Promise<boolean> {
+    if (this.db.dialect !== 'postgres') {
+      return true;
+    }
+    const [row] = await manager.query<{ locked: boolean }[]>(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended(${this.p(1)}, 0)) AS locked`,
+      [id],
+    );
+    return row?.locked === true;
+  }
+
+  /**
+   * Writes the record of key `id` in the transaction of `manager`, which holds the key (`lock`)
+   * and found no live record: an expired record or an earlier version's claim is replaced. False
+   * when a live record appeared meanwhile (another instance on a shared SQLite file): the caller
+   * rolls back.
+   */
+  async store(manager: EntityManager, id: string, record: NewKeyRecord): Promise<boolean> {
     const p = (n: number) => this.p(n);
-    return this.db.transaction(async ({ manager }) => {
-      const inserted = await this.returning(
-        manager,
-        `INSERT INTO idempotency_keys
-           (id, request_hash, caller_rights, created_at, locked_until, expires_at)
-         VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)})
-         ON CONFLICT (id) DO NOTHING RETURNING id`,
-        [id, requestHash, callerRights, now, lockedUntil, expiresAt],
-      );
-      if (inserted) {
-        return { kind: 'claimed' };
-      }
-      const [row] = await manager.query<Row[]>(
-        `SELECT request_hash, status, response_headers, response_body, caller_rights, locked_until,
-                expires_at
-           FROM idempotency_keys WHERE id = ${p(1)}`,
-        [id],
-      );
-      if (!row) {
-        return { kind: 'in_progress' }; // purged between the two statements: the client retries
-      }
-      const expired = row.expires_at <= now;
-      if (!expired && row.request_hash !== requestHash) {
-        return { kind: 'mismatch' };
-      }
-      if (!expired && row.status !== null) {
-        return {
-          kind: 'replay',
-          response: {
-            status: row.status,
-            headers: JSON.parse(row.response_headers ?? '{}') as Record<string, string>,
-            body: row.response_body ?? '',
-          },
-          callerRights: row.caller_rights,
-        };
-      }
-      if (!expired && row.locked_until !== null && row.locked_until > now) {
-        return { kind: 'in_progress' };
-      }
-      // an expired record, or a claim whose runner died: the first to replace it runs the key
-      const taken = await this.returning(
-        manager,
-        `UPDATE idempotency_keys
-            SET request_hash = ${p(1)}, status = NULL, response_headers = NULL, response_body = NULL,
-                created_at = ${p(2)}, locked_until = ${p(3)}, expires_at = ${p(4)},
-                caller_rights = ${p(6)}
-          WHERE id = ${p(5)} AND (expires_at <= ${p(2)} OR (status IS NULL AND locked_until <= ${p(2)}))
-          RETURNING id`,
-        [requestHash, now, lockedUntil, expiresAt, id, callerRights],
-      );
-      return taken ? { kind: 'claimed' } : { kind: 'in_progress' };
-    });
-  }
-
-  /** Keeps the first response of a claimed key for replay. */
-  async complete(id: string, response: StoredResponse): Promise<void> {
-    await this.db.transaction(({ manager }) =>
-      manager.query(
-        `UPDATE idempotency_keys
-            SET status = ${this.p(1)}, response_headers = ${this.p(2)}, response_body = ${this.p(3)},
-                locked_until = NULL
-          WHERE id = ${this.p(4)} AND status IS NULL`,
-        [response.status, JSON.stringify(response.headers), response.body, id],
-      ),
-    );
-  }
-
-  /** Forgets a claimed key whose request is not to be replayed (5xx, 429): a retry runs again. */
-  async release(id: string): Promise<void> {
-    await this.db.transaction(({ manager }) =>
-      manager.query(`DELETE FROM idempotency_keys WHERE id = ${this.p(1)} AND status IS NULL`, [
+    if (!manager.queryRunner) {
+      throw new Error('an Idempotency-Key record is written inside its transaction');
+    }
+    const result = (await manager.queryRunner.query(
+      `INSERT INTO idempotency_keys
+         (id, request_hash, caller_rights, status, response_headers, response_body, created_at,
+          locked_until, expires_at)
+       VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, NULL, ${p(8)})
+       ON CONFLICT (id) DO UPDATE SET
+         request_hash = excluded.request_hash, caller_rights = excluded.caller_rights,
+         status = excluded.status, response_headers = excluded.response_headers,
+         response_body = excluded.response_body, created_at = excluded.created_at,
+         locked_until = NULL, expires_at = excluded.expires_at
+       WHERE idempotency_keys.status IS NULL OR idempotency_keys.expires_at <= excluded.created_at
+       RETURNING id`,
+      [
         id,
-      ]),
-    );
+        record.requestHash,
+        record.callerRights,
+        record.response.status,
+        JSON.stringify(record.response.headers),
+        record.response.body,
+        record.createdAt,
+        record.expiresAt,
+      ],
+      true,
+    )) as { records?: unknown[] };
+    return (result.records?.length ?? 0) > 0;
   }
 
   /** Deletes every record past its expiry. */

@@ -3,12 +3,17 @@ import { ApiHeader } from '@nestjs/swagger';
 import { ApiConflict } from '../common/openapi/decorators.js';
 import { header } from '../common/openapi/headers.js';
 import { IDEMPOTENCY_HEADER } from '../common/openapi/headers.js';
-import { IdempotencyInterceptor } from './idempotency.interceptor.js';
+import {
+  IdempotencyInterceptor,
+  idempotentOptions,
+  type IdempotentOptions,
+} from './idempotency.interceptor.js';
 
 /** A creating POST that honours `Idempotency-Key` (docs/idempotency.md), documented in OpenAPI. */
-export function Idempotent(): MethodDecorator {
+export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
   return applyDecorators(
     UseInterceptors(IdempotencyInterceptor),
+    idempotentOptions(options),
     ApiHeader({
       name: IDEMPOTENCY_HEADER,
       required: false,

@@ -3,6 +3,7 @@ import {
   Controller,
   Delete,
   Get,
+  Headers,
   HttpCode,
   Param,
   Patch,
@@ -25,12 +26,15 @@ import {
   ApiStandardErrors,
 } from '../common/openapi/decorators.js';
 import { PublicUrl } from '../http/public-url.js';
+import { ifMatchPrecondition, withEtag } from '../http/etag.js';
 import { CreateWebhookEndpointInput, UpdateWebhookEndpointInput } from './dto/webhook.inputs.js';
 import {
   WebhookDeliveryResponse,
+  WebhookEndpointCreatedResponse,
   WebhookEndpointResponse,
   WebhookEndpointWithSecretResponse,
 } from './dto/webhook.responses.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import {
   WEBHOOK_DELIVERY_LIST_SPEC,
   WEBHOOK_LIST_SPEC,
@@ -40,6 +44,18 @@ import { ApiResponse } from '@nestjs/swagger';
 import { getSchemaPath } from '@nestjs/swagger';
 
 const ADMIN = { role: Role.ADMIN, scopes: FIRST_PARTY_ONLY } as const;
+
+/**
+ * What an Idempotency-Key replay of POST /webhooks answers: the same endpoint without its secret
+ * (the replay record never holds the secret; the first answer showed it once).
+ */
+function withoutSecret(body: string): string {
+  const parsed = JSON.parse(body) as { data?: { secret?: unknown } };
+  if (parsed.data && 'secret' in parsed.data) {
+    parsed.data.secret = null;
+  }
+  return JSON.stringify(parsed);
+}
 const NO_ENDPOINT = 'No such webhook endpoint';
 
 /** 202: the attempt is queued; the body is its delivery row. */
@@ -67,10 +83,11 @@ export class WebhooksController {
   @Authenticated(ADMIN)
   @ApiDoc(
     'Register a webhook endpoint (ADMIN)',
-    'The signing `secret` is in this response only. A URL that is not https, or whose host resolves to a loopback, private, link-local, shared or metadata address, is refused (422).',
+    'The signing `secret` is in this response only (an `Idempotency-Key` replay answers the same endpoint with `secret: null`: the secret is never stored for it). A URL that is not https, or whose host resolves to a loopback, private, link-local, shared or metadata address, is refused (422).',
   )
-  @ApiSingle(WebhookEndpointWithSecretResponse, { status: 201, location: true })
+  @ApiSingle(WebhookEndpointCreatedResponse, { status: 201, location: true })
   @ApiStandardErrors('authenticated-write')
+  @Idempotent({ storedBody: withoutSecret })
   async create(
     @CurrentCaller() caller: Caller,
     @Body() input: CreateWebhookEndpointInput,
@@ -113,26 +130,41 @@ export class WebhooksController {
   @Authenticated(ADMIN)
   @ApiDoc(
     'Change a webhook endpoint (ADMIN)',
-    '`url`, `events`, `description`, `active`. `active: true` enables a disabled endpoint again.',
+    '`url`, `events`, `description`, `active`. `active: true` enables a disabled endpoint again. `If-Match` makes it conditional.',
   )
   @ApiSingle(WebhookEndpointResponse)
-  @ApiStandardErrors('authenticated-write', { notFound: NO_ENDPOINT })
+  @ApiStandardErrors('authenticated-write', { notFound: NO_ENDPOINT, precondition: true })
   async update(
     @CurrentCaller() caller: Caller,
     @Param('id') id: string,
     @Body() input: UpdateWebhookEndpointInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: await this.webhooks.updateEndpoint(caller, id, input) };
+    const endpoint = await this.webhooks.updateEndpoint(
+      caller,
+      id,
+      input,
+      ifMatchPrecondition(ifMatchHeader),
+    );
+    return withEtag(reply, endpoint);
   }
 
   @Delete(':id')
   @Authenticated(ADMIN)
   @HttpCode(204)
-  @ApiDoc('Delete a webhook endpoint and its delivery log (ADMIN)')
+  @ApiDoc(
+    'Delete a webhook endpoint and its delivery log (ADMIN)',
+    '`If-Match` makes it conditional.',
+  )
   @ApiNoContent('Deleted')
-  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT })
-  async delete(@CurrentCaller() caller: Caller, @Param('id') id: string): Promise<void> {
-    await this.webhooks.deleteEndpoint(caller, id);
+  @ApiStandardErrors('authenticated', { notFound: NO_ENDPOINT, precondition: true })
+  async delete(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Headers('if-match') ifMatchHeader?: string,
+  ): Promise<void> {
+    await this.webhooks.deleteEndpoint(caller, id, ifMatchPrecondition(ifMatchHeader));
   }
 
   @Post(':id/secret')

@@ -41,6 +41,18 @@ export class WebhookEndpointResponse {
 }
 
 @ApiSchema({ name: 'WebhookEndpointWithSecret' })
+/** The answer of POST /webhooks: the secret once, `null` in an Idempotency-Key replay. */
+export class WebhookEndpointCreatedResponse extends WebhookEndpointResponse {
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    description:
+      'The signing secret, shown in this response only: `null` when the response is an `Idempotency-Key` replay (`Idempotent-Replayed: true`), which never stores it',
+  })
+  secret!: string | null;
+}
+
 export class WebhookEndpointWithSecretResponse extends WebhookEndpointResponse {
   @ApiProperty({
     example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
