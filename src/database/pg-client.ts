@@ -36,8 +36,6 @@ export class ClosingOnTimeoutClient extends pg.Client {
   }
 
   private closeConnection(): void {
-    (
-      this as unknown as { connection: { stream: { destroy(): void } } }
-    ).connection.stream.destroy();
+    this.connection.stream.destroy();
   }
 }

@@ -1,6 +1,7 @@
 import type { FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import { wrapNestCorsHook } from '../common/library-internals.js';
 
 /**
  * Origin matching for browsers (REST, GraphQL over HTTP and the WebSocket upgrade), from
@@ -134,8 +135,6 @@ export function corsOptionsDelegate(allowed: readonly string[]) {
   };
 }
 
-type CorsHook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
-
 /**
  * Requests without `Origin` (everything but browsers) skip @fastify/cors: for them its hook only
  * adds `Origin` to `Vary` (the options delegate refuses them), but it first spreads the options
@@ -143,26 +142,18 @@ type CorsHook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) =
  * Nest runs the hook `app.enableCors()` registered as the adapter's `corsHook` (and copies `Vary`
  * and `Access-Control-*` to the raw response after it), so wrapping that one function changes
  * nothing else; a request with `Origin`, or whose reply already has a `Vary`, goes through
- * @fastify/cors as before. `corsHook` is the adapter's private field: if an upgrade of
- * @nestjs/platform-fastify renames it, this throws at boot (every test fails) instead of silently
- * losing the saving. Call once Fastify is ready (its plugins, @fastify/cors among them, are loaded
+ * @fastify/cors as before. `corsHook` is the adapter's private field, reached through
+ * src/common/library-internals.ts: if an upgrade of @nestjs/platform-fastify renames it, this
+ * throws at boot (every test fails) instead of silently losing the saving. Call once Fastify is ready (its plugins, @fastify/cors among them, are loaded
  * then), after `app.enableCors()`.
  */
 export function skipCorsWithoutOrigin(adapter: FastifyAdapter): void {
-  const holder = adapter as unknown as { corsHook?: CorsHook };
-  const cors = holder.corsHook;
-  if (typeof cors !== 'function') {
-    throw new Error(
-      'skipCorsWithoutOrigin: the Fastify adapter has no corsHook (was app.enableCors() called, ' +
-        'or did @nestjs/platform-fastify change?)',
-    );
-  }
-  holder.corsHook = (req, reply, done) => {
+  wrapNestCorsHook(adapter, (cors) => (req, reply, done) => {
     if (req.headers.origin === undefined && !reply.hasHeader('vary')) {
       void reply.header('Vary', 'Origin');
       done();
       return;
     }
     cors(req, reply, done);
-  };
+  });
 }

@@ -1,5 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import type { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@nestjs/common';
+import { oidcProviderStorage } from '../../common/library-internals.js';
 import { StorageRelease, storageUsesPromiseHooks } from '../../common/storage-release.js';
 
 /**
@@ -36,7 +37,8 @@ export async function loadOidcLibrary(): Promise<OidcLibrary> {
 
 /**
  * oidc-provider keeps each of its requests' context in an AsyncLocalStorage (its own module, read
- * only by the client ID metadata document feature, which Atrium leaves off). Where that storage runs
+ * only by the client ID metadata document feature, which Atrium leaves off; reached through
+ * src/common/library-internals.ts). Where that storage runs
  * on promise hooks (Node 20 and 22), its first `run()` turns them on for the whole process: after
  * one OAuth request every promise of every later request (REST, GraphQL, WebSocket) paid for them,
  * ~10 % of a REST GET's CPU (docs/performance.md). `inProviderContext` releases it once no provider
@@ -46,21 +48,10 @@ export async function loadOidcLibrary(): Promise<OidcLibrary> {
 let providerStorage: AsyncLocalStorage<unknown> | null | undefined;
 const release = new StorageRelease(() => providerStorage);
 
-async function loadProviderStorage(): Promise<AsyncLocalStorage<unknown> | null> {
-  // a path in a variable: the module has no type declarations (and no `exports` map to forbid it)
-  const path = 'oidc-provider/lib/helpers/als.js';
-  try {
-    const loaded = (await import(path)) as { default?: unknown };
-    return loaded.default instanceof AsyncLocalStorage ? loaded.default : null;
-  } catch {
-    return null; // another layout: nothing to release
-  }
-}
-
 /** Runs one request through oidc-provider (see above). */
 export async function inProviderContext<T>(handle: () => Promise<T>): Promise<T> {
   if (storageUsesPromiseHooks() && providerStorage === undefined) {
-    providerStorage = await loadProviderStorage();
+    providerStorage = await oidcProviderStorage();
   }
   return release.around(handle);
 }

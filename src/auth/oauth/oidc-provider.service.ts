@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import { replaceClientSecretComparison } from '../../common/library-internals.js';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import { UsersService } from '../../users/users.service.js';
 import { sha256, TokenService } from '../../identity/token.service.js';
@@ -98,13 +99,7 @@ export class OidcProviderService implements OnModuleInit, OnModuleDestroy {
       const presentedHash = sha256(presented);
       return secretHashes(stored).some((hash) => hash === presentedHash);
     };
-    (
-      this.provider.Client.prototype as unknown as {
-        compareClientSecret(this: { clientSecret?: string }, actual: string): boolean;
-      }
-    ).compareClientSecret = function compareClientSecret(actual: string) {
-      return compare(this.clientSecret, actual);
-    };
+    replaceClientSecretComparison(this.provider, compare);
     // what oidc-provider renders itself is never framed either: the form_post response page (an
     // auto-submitting form carrying the code) gets a CSP whose empty script-src the library extends
     // with the hash of that page's one inline script; the other pages set their own (oauth-pages.ts)
