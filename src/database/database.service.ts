@@ -12,7 +12,6 @@ import {
 } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
 import { typeormPgPool, typeormSqliteConnection } from '../common/library-internals.js';
-import { typeormPgPool, typeormSqliteConnection } from '../common/library-internals.js';
 import { StorageRelease } from '../common/storage-release.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
