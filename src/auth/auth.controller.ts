@@ -3,7 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { withEtag } from '../http/etag.js';
 import { DomainError, NotFound, Unauthorized } from '../common/errors.js';
-import { refuseWith, TOO_MANY_FAILURES } from '../http/rate-limit-headers.js';
+import { refuseWith, TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import {
   ApiBare,
   ApiDoc,

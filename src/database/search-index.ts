@@ -1,8 +1,5 @@
 import type { DatabaseService } from './database.service.js';
-import {
-  PG_POST_SEARCH_VECTOR,
-  PG_USER_SEARCH_VECTOR,
-} from './migrations/1764300000019-search-index.js';
+import { PG_POST_SEARCH_VECTOR, PG_USER_SEARCH_VECTOR } from './search-vectors.js';
 
 /**
  * The statements on the search indexes (migration 1764300000019), used by the users and posts

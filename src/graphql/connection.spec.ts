@@ -4,10 +4,10 @@ import {
   connectionFromRows,
   decodeCursor,
   encodeCursor,
-  keysetSql,
   mapConnection,
   pageWindow,
 } from './connection.js';
+import { keysetSql } from '../database/page-window.js';
 
 const q = (n: number) => `$${n}`;
 

@@ -3,6 +3,7 @@ import { Directive, Field, Int, ObjectType, registerEnumType } from '@nestjs/gra
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
 import { isStorableText } from '../common/validation.js';
+import type { PageWindow } from '../database/page-window.js';
 
 /** Relay connections (https://relay.dev/graphql/connections.htm) and the keyset paging behind them. */
 
@@ -121,14 +122,6 @@ export interface PageArgs {
   before?: string | null;
 }
 
-/** Validated paging: how many rows, which way, between which keyset positions. */
-export interface PageWindow {
-  size: number;
-  backward: boolean;
-  after?: [unknown, string];
-  before?: [unknown, string];
-}
-
 export function pageWindow(args: PageArgs, orderKey: string, max = MAX_LIMIT): PageWindow {
   const details: ErrorDetail[] = [];
   const count = (name: 'first' | 'last') => {
@@ -155,37 +148,6 @@ export function pageWindow(args: PageArgs, orderKey: string, max = MAX_LIMIT): P
     after: args.after ? decodeCursor(args.after, orderKey, 'after') : undefined,
     before: args.before ? decodeCursor(args.before, orderKey, 'before') : undefined,
   };
-}
-
-/**
- * SQL pieces of a keyset page over `(column, id)` ordered `desc` or not. `p(n)` is the dialect's
- * placeholder; `params` receives the bound values. Fetch `limit` rows (one more than the page size)
- * with `ORDER BY orderBy` and hand them to `connectionFromRows`.
- */
-export function keysetSql(
-  window: PageWindow,
-  column: string,
-  desc: boolean,
-  p: (n: number) => string,
-  params: unknown[],
-  alias = '',
-): { where: string[]; orderBy: string; limit: number } {
-  const col = alias ? `${alias}.${column}` : column;
-  const id = alias ? `${alias}.id` : 'id';
-  const where: string[] = [];
-  const bound = (pos: [unknown, string], op: '>' | '<') => {
-    params.push(pos[0], pos[1]);
-    where.push(`(${col}, ${id}) ${op} (${p(params.length - 1)}, ${p(params.length)})`);
-  };
-  if (window.after) {
-    bound(window.after, desc ? '<' : '>');
-  }
-  if (window.before) {
-    bound(window.before, desc ? '>' : '<');
-  }
-  const scanDesc = desc !== window.backward;
-  const dir = scanDesc ? 'DESC' : 'ASC';
-  return { where, orderBy: `${col} ${dir}, ${id} ${dir}`, limit: window.size + 1 };
 }
 
 /** Builds the connection from rows fetched by `keysetSql` (at most size + 1, in scan order). */

@@ -9,7 +9,7 @@ import {
   type DoorAnswer,
 } from '../identity/credentials.service.js';
 import { WWW_AUTHENTICATE } from '../common/errors.js';
-import { TOO_MANY_FAILURES } from '../http/rate-limit-headers.js';
+import { TOO_MANY_FAILURES } from '../common/rate-limit-headers.js';
 import { graphqlRateLimited } from '../rate-limit/graphql-rate-limit.plugin.js';
 import type { GqlContext } from './context.js';
 import { LoaderRegistry } from './loaders.js';

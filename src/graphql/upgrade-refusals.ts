@@ -6,7 +6,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import type { ErrorCode } from '../common/errors.js';
 import { redactUrl } from '../http/logging.js';
-import { secondsUntil, writeRateLimitHeaders } from '../http/rate-limit-headers.js';
+import { secondsUntil, writeRateLimitHeaders } from '../common/rate-limit-headers.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { RateLimitService } from '../rate-limit/rate-limit.service.js';
 import { SocketLimitsService } from '../rate-limit/socket-limits.service.js';

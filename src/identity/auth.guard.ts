@@ -7,7 +7,7 @@ import {
   replySink,
   TOO_MANY_FAILURES,
   writeRateLimitHeaders,
-} from '../http/rate-limit-headers.js';
+} from '../common/rate-limit-headers.js';
 import { AUTH_METADATA, type AuthRequirement, type ProtectedRoute } from './auth.decorators.js';
 import { hasRole, type Caller, type MaybeCaller } from './caller.js';
 import { CredentialAttempts, NoCredentialAttempts } from './credential-attempts.js';

@@ -4,7 +4,7 @@ import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import type { Message } from './message.js';
-import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.mapper.js';
+import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.row.js';
 
 /** Messages sort by their room sequence: commit order, which is also created_at order in a room. */
 const SORT_COLUMNS = { created_at: 'seq' };

@@ -4,7 +4,7 @@ import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import type { Room } from './message.js';
-import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.mapper.js';
+import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', name: 'name' };
 

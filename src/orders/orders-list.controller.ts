@@ -11,7 +11,8 @@ import { PublicUrl } from '../http/public-url.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
 import { OrderResponse } from './dto/order.response.js';
 import { ORDERS_ALL_LIST_SPEC, OrdersListService } from './orders-list.service.js';
-import { orderFromRow, toRestOrder } from './orders.mapper.js';
+import { toRestOrder } from './orders.mapper.js';
+import { orderFromRow } from './orders.row.js';
 
 const ORDER_EXPORT_COLUMNS = [
   'id',

@@ -19,7 +19,7 @@ import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { OrderStatus, type Order } from './order.js';
 import { OrderConnection, OrderModel } from './order.model.js';
 import { OrdersListService } from './orders-list.service.js';
-import { orderFromRow } from './orders.mapper.js';
+import { orderFromRow } from './orders.row.js';
 
 export enum OrderOrderField {
   CREATED_AT = 'created_at',

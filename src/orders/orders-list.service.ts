@@ -14,7 +14,7 @@ import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../com
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { ORDER_STATUSES, type Order } from './order.js';
-import { orderFromRow, type OrderRow } from './orders.mapper.js';
+import { orderFromRow, type OrderRow } from './orders.row.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { OrdersRepository, type OrderFilter } from './orders.repository.js';
 import { totalRangeKeys } from './order-range-totals.js';

@@ -1,5 +1,5 @@
 import type { OrderResponse } from './dto/order.response.js';
-import type { Order, OrderItem, OrderStatus } from './order.js';
+import type { Order } from './order.js';
 
 export interface OrderRow {
   id: string;

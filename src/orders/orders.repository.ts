@@ -6,7 +6,7 @@ import { DatabaseService } from '../database/database.service.js';
 import { listPage, type ListPage } from '../database/list-page.js';
 import type { Order, OrderStatus } from './order.js';
 import { OrderEntity } from './order.entity.js';
-import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.mapper.js';
+import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at' };
 

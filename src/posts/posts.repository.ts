@@ -4,9 +4,9 @@ import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/list-page.js';
 import { searchRows } from '../database/search-index.js';
-import { keysetSql, type PageWindow } from '../graphql/connection.js';
+import { keysetSql, type PageWindow } from '../database/page-window.js';
 import type { Post } from './post.js';
-import { POST_COLUMNS, postFromRow, type PostRow } from './posts.mapper.js';
+import { POST_COLUMNS, postFromRow, type PostRow } from './posts.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', title: 'title' };
 

@@ -4,8 +4,8 @@ import {
   encodeCursor,
   pageWindow,
   type ConnectionValue,
-  type PageWindow,
 } from '../graphql/connection.js';
+import type { PageWindow } from '../database/page-window.js';
 import type { GqlContext } from '../graphql/context.js';
 import { PlainResolvers } from '../graphql/plain-resolvers.js';
 import { groupBy } from '../graphql/loaders.js';

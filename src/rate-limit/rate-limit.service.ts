@@ -25,7 +25,7 @@ export {
   TOO_MANY_FAILURES,
   writeRateLimitHeaders,
   type HeaderSink,
-} from '../http/rate-limit-headers.js';
+} from '../common/rate-limit-headers.js';
 
 /**
  * The rate-limit rules of docs/contract.md section 9 on top of the counter store, for the places

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MaybeCaller } from '../identity/caller.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { refuseWith, replySink, writeRateLimitHeaders } from '../http/rate-limit-headers.js';
+import { refuseWith, replySink, writeRateLimitHeaders } from '../common/rate-limit-headers.js';
 import {
   BUCKET_AUTH,
   BUCKET_REQUESTS,

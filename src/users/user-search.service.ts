@@ -5,7 +5,7 @@ import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { MAX_SEARCH_WORDS } from '../database/search-query.js';
 import type { User } from './user.js';
-import { userFromRow, type UserRow } from './users.mapper.js';
+import { userFromRow, type UserRow } from './users.row.js';
 import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';
 
 /** The users list's sort columns (as in UsersService). */

@@ -8,7 +8,8 @@ import { exportType, sendExport } from '../common/export-stream.js';
 import { ApiDoc, ApiExport } from '../common/openapi/decorators.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
 import { UserResponse } from './dto/user.response.js';
-import { toRestUser, userFromRow } from './users.mapper.js';
+import { toRestUser } from './users.mapper.js';
+import { userFromRow } from './users.row.js';
 import { USER_EXPORT_SPEC, UserSearchService } from './user-search.service.js';
 
 const USER_EXPORT_COLUMNS = [

@@ -7,12 +7,12 @@ import { DatabaseService } from '../database/database.service.js';
 import type { CredentialUsers } from '../identity/credential-users.js';
 import { listPage } from '../database/list-page.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
-import { PG_USER_SEARCH_VECTOR } from '../database/migrations/1764300000019-search-index.js';
+import { PG_USER_SEARCH_VECTOR } from '../database/search-vectors.js';
 import { searchWords } from '../database/search-query.js';
-import { keysetSql, type PageWindow } from '../graphql/connection.js';
+import { keysetSql, type PageWindow } from '../database/page-window.js';
 import type { User } from './user.js';
 import { UserEntity } from './user.entity.js';
-import { USER_COLUMNS, userFromRow, type UserRow } from './users.mapper.js';
+import { USER_COLUMNS, userFromRow, type UserRow } from './users.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
 

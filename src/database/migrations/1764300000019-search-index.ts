@@ -1,16 +1,6 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-
-/**
- * The PostgreSQL text of a row's search words: every run of characters other than letters and digits
- * becomes one space before the 'simple' parser sees it, so that its words are exactly the runs of
- * letters and digits that SQLite's unicode61 tokenizer finds (no e-mail, URL, hyphenated-word or
- * decimal tokens), lower-cased and not stemmed. The search query repeats this expression verbatim.
- */
-export function pgSearchVector(text: string): string {
-  return `to_tsvector('simple'::regconfig, regexp_replace(${text}, '[^[:alnum:]]+', ' ', 'g'))`;
-}
-export const PG_POST_SEARCH_VECTOR = pgSearchVector(`title || ' ' || body`);
-export const PG_USER_SEARCH_VECTOR = pgSearchVector('name');
+// the expressions the search query repeats (src/database/search-vectors.ts)
+import { PG_POST_SEARCH_VECTOR, PG_USER_SEARCH_VECTOR } from '../search-vectors.js';
 
 /**
  * SQLite: a contentless FTS5 index (no copy of the text) per searched table, and a map from its

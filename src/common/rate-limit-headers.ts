@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { DomainError } from '../common/errors.js';
+import { DomainError } from './errors.js';
 
 /** One counter as a response reports it (`RateLimit-*`, docs/rate-limits.md). */
 export interface CounterState {
