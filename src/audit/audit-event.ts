@@ -15,6 +15,7 @@ export const AUDIT_ACTIONS = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.disabled',
+  'webhook.secret_rotated',
   'order.status_changed',
   'admin.removal_refused',
   'admin.promoted_at_boot',

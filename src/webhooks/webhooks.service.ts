@@ -242,10 +242,14 @@ export class WebhooksService {
     }
   }
 
-  /** A new secret (returned once); the previous one also signs for 24 hours. */
+  /**
+   * A new secret (returned once); the previous one also signs for 24 hours. Audited in the same
+   * transaction (`webhook.secret_rotated`: until when the previous secret signs, never a secret).
+   */
   async rotateSecret(caller: Caller, id: string): Promise<WebhookEndpointWithSecretResponse> {
     this.assertAdmin(caller);
-    return this.db.transaction(async ({ manager }) => {
+    return this.db.transaction(async (tx) => {
+      const { manager } = tx;
       const row = isId('webhookEndpoint', id)
         ? await this.endpoints.findLocked(manager, id)
         : undefined;
@@ -260,6 +264,16 @@ export class WebhooksService {
         updated_at: new Date(now).toISOString(),
       };
       await this.endpoints.update(manager, id, changes);
+      await this.audit.record(tx, {
+        actor: caller,
+        action: 'webhook.secret_rotated',
+        target: { type: 'webhook', id },
+        // a member named like a secret would be dropped from the entry (AuditService): until when
+        // the previous secret also signs is `overlap_ends_at`
+        changes: {
+          overlap_ends_at: [row.previous_secret_expires_at, changes.previous_secret_expires_at],
+        },
+      });
       const updated = { ...row, ...changes };
       return {
         ...toRestEndpoint(updated),
