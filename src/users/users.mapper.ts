@@ -37,29 +37,6 @@ export function canSeeEmail(user: Pick<User, 'id'>, viewer: MaybeCaller): boolea
   return viewer !== undefined && (viewer.userId === user.id || isAdmin(viewer));
 }
 
-export interface UserRow {
-  id: string;
-  name: string;
-  email: string | null;
-  role: string;
-  age: number | string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export function userFromRow(row: UserRow): User {
-  return {
-    id: row.id,
-    name: row.name,
-    email: row.email,
-    role: row.role as User['role'],
-    // PostgreSQL drivers may hand integers back as strings
-    age: row.age === null ? null : Number(row.age),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
 export function userFromEntity(e: UserEntity): User {
   return {
     id: e.id,
@@ -84,5 +61,3 @@ export function toRestUser(user: User, viewer: MaybeCaller): UserResponse {
     updated_at: user.updatedAt,
   };
 }
-
-export const USER_COLUMNS = 'id, name, email, role, age, created_at, updated_at';
