@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
+import type { RestPrecondition } from '../common/rest-precondition.js';
 
 /**
  * Strong entity tag of a serialized body: SHA-1, base64url. The one-shot `crypto.hash` gives the
@@ -38,4 +39,16 @@ export function resourceEtag(data: unknown): string {
 export function withEtag<T>(reply: FastifyReply, data: T): { data: T } {
   void reply.header('ETag', resourceEtag(data));
   return { data };
+}
+
+/**
+ * `If-Match` as a precondition on a resource's current REST representation (`data`, as its GET
+ * sends it): true when the header names its ETag or `*`. Undefined without the header. The service
+ * calls it on the row it read in the write's transaction and answers 412 `precondition_failed`
+ * when it is false, before changing anything.
+ */
+export function ifMatchPrecondition<T>(
+  header: string | undefined,
+): RestPrecondition<T> | undefined {
+  return header ? (current: T) => ifMatchHits(header, resourceEtag(current)) : undefined;
 }

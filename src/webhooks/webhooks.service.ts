@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { OAuthClientsRepository } from '../auth/oauth/oauth-clients.repository.js';
 import { isAdmin, type Caller } from '../identity/caller.js';
-import { Forbidden, NotFound, ValidationFailed } from '../common/errors.js';
+import { Forbidden, NotFound, PreconditionFailed, ValidationFailed } from '../common/errors.js';
+import type { RestPrecondition } from '../common/rest-precondition.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -151,6 +152,7 @@ export class WebhooksService {
     caller: Caller,
     id: string,
     input: UpdateWebhookEndpointInput,
+    precondition?: RestPrecondition<WebhookEndpointResponse>,
   ): Promise<WebhookEndpointResponse> {
     this.assertAdmin(caller);
     if (input.url !== undefined) {
@@ -163,6 +165,9 @@ export class WebhooksService {
         : undefined;
       if (!row) {
         throw NotFound('Webhook endpoint');
+      }
+      if (precondition && !precondition(toRestEndpoint(row))) {
+        throw PreconditionFailed();
       }
       const now = new Date().toISOString();
       const changes: EndpointChanges = {
@@ -191,7 +196,11 @@ export class WebhooksService {
   }
 
   /** Deletes the endpoint with its delivery log; idempotent callers get 404 the second time. */
-  async deleteEndpoint(caller: Caller, id: string): Promise<void> {
+  async deleteEndpoint(
+    caller: Caller,
+    id: string,
+    precondition?: RestPrecondition<WebhookEndpointResponse>,
+  ): Promise<void> {
     this.assertAdmin(caller);
     await this.db.transaction(async (tx) => {
       const { manager } = tx;
@@ -200,6 +209,9 @@ export class WebhooksService {
         : undefined;
       if (!row) {
         throw NotFound('Webhook endpoint');
+      }
+      if (precondition && !precondition(toRestEndpoint(row))) {
+        throw PreconditionFailed();
       }
       await this.deliveries.deleteOfEndpoint(manager, id);
       await this.endpoints.delete(manager, id);

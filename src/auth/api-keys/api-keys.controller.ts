@@ -3,6 +3,7 @@ import {
   Controller,
   Delete,
   Get,
+  Headers,
   HttpCode,
   Param,
   Post,
@@ -20,6 +21,7 @@ import {
   ApiSingle,
   ApiStandardErrors,
 } from '../../common/openapi/decorators.js';
+import { ifMatchPrecondition } from '../../http/etag.js';
 import { PublicUrl } from '../../http/public-url.js';
 import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../../identity/auth.decorators.js';
 import type { Caller } from '../../identity/caller.js';
@@ -86,10 +88,20 @@ export class ApiKeysController {
   @Delete(':id')
   @Authenticated({ role: Role.GUEST, scopes: FIRST_PARTY_ONLY })
   @HttpCode(204)
-  @ApiDoc('Revoke an API key', 'It stops working at once; it stays listed with `revoked_at`.')
+  @ApiDoc(
+    'Revoke an API key',
+    'It stops working at once; it stays listed with `revoked_at`. `If-Match` makes it conditional (the ETag covers `last_used_at`).',
+  )
   @ApiNoContent('Revoked')
-  @ApiStandardErrors('authenticated', { notFound: 'No such key (or not visible to the caller)' })
-  async revoke(@CurrentCaller() caller: Caller, @Param('id') id: string): Promise<void> {
-    await this.keys.revoke(caller, id);
+  @ApiStandardErrors('authenticated', {
+    notFound: 'No such key (or not visible to the caller)',
+    precondition: true,
+  })
+  async revoke(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Headers('if-match') ifMatchHeader?: string,
+  ): Promise<void> {
+    await this.keys.revoke(caller, id, ifMatchPrecondition(ifMatchHeader));
   }
 }

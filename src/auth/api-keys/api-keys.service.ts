@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { isAdmin, type Caller } from '../../identity/caller.js';
 import { Role, roleAtLeast, ROLES } from '../../identity/role.js';
-import { Forbidden, NotFound, ValidationFailed } from '../../common/errors.js';
+import { Forbidden, NotFound, PreconditionFailed, ValidationFailed } from '../../common/errors.js';
+import type { RestPrecondition } from '../../common/rest-precondition.js';
 import { isId, newId, nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { DatabaseService } from '../../database/database.service.js';
@@ -112,11 +113,17 @@ export class ApiKeysService {
     return key;
   }
 
-  /** Revocation is immediate and idempotent. */
-  async revoke(caller: Caller, id: string): Promise<void> {
+  /**
+   * Revocation is immediate and idempotent. `If-Match` (`precondition`) is compared with the key as
+   * GET shows it, revoked or not (a revoked key is still a resource: a stale tag is 412 there too).
+   */
+  async revoke(caller: Caller, id: string, precondition?: RestPrecondition<ApiKey>): Promise<void> {
     const key = await this.get(caller, id);
     if (caller.method === 'api_key' && caller.role === Role.GUEST && key.id !== caller.keyId) {
       throw Forbidden('A GUEST API key can revoke only itself');
+    }
+    if (precondition && !precondition(key)) {
+      throw PreconditionFailed();
     }
     if (key.revoked_at !== null) {
       return;

@@ -3,6 +3,7 @@ import {
   Controller,
   Delete,
   Get,
+  Headers,
   HttpCode,
   Param,
   Patch,
@@ -20,6 +21,7 @@ import {
   ApiSingle,
   ApiStandardErrors,
 } from '../../common/openapi/decorators.js';
+import { ifMatchPrecondition, withEtag } from '../../http/etag.js';
 import { PublicUrl } from '../../http/public-url.js';
 import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../../identity/auth.decorators.js';
 import type { Caller } from '../../identity/caller.js';
@@ -89,16 +91,24 @@ export class OAuthClientsController {
   @ApiOperation({
     summary: 'Edit a partner app (ADMIN)',
     description:
-      'Only the members sent change: `name`, `redirect_uris` and `scopes` replace the registered values; `logo_uri`, `client_uri`, `policy_uri`, `tos_uri` (https, shown on the consent page) are set, or removed with null. Scopes taken away end every refresh token, code and access token that carries one at once (the users\u2019 grants stay; the app asks again).',
+      'Only the members sent change: `name`, `redirect_uris` and `scopes` replace the registered values; `logo_uri`, `client_uri`, `policy_uri`, `tos_uri` (https, shown on the consent page) are set, or removed with null. Scopes taken away end every refresh token, code and access token that carries one at once (the users\u2019 grants stay; the app asks again). `If-Match` makes it conditional.',
   })
   @ApiSingle(OAuthClientResponse)
-  @ApiStandardErrors('authenticated-write', { notFound: 'No such partner app' })
+  @ApiStandardErrors('authenticated-write', { notFound: 'No such partner app', precondition: true })
   async update(
     @CurrentCaller() caller: Caller,
     @Param('client_id') clientId: string,
     @Body() input: UpdateOAuthClientInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Headers('if-match') ifMatchHeader?: string,
   ) {
-    return { data: await this.clients.update(caller, clientId, input) };
+    const client = await this.clients.update(
+      caller,
+      clientId,
+      input,
+      ifMatchPrecondition(ifMatchHeader),
+    );
+    return withEtag(reply, client);
   }
 
   @Post(':client_id/secret')
@@ -129,14 +139,15 @@ export class OAuthClientsController {
   @ApiOperation({
     summary: 'Delete a partner app (ADMIN)',
     description:
-      'Revokes every grant, code and token it holds; its access tokens stop working at once.',
+      'Revokes every grant, code and token it holds; its access tokens stop working at once. `If-Match` makes it conditional.',
   })
   @ApiNoContent('Deleted')
-  @ApiStandardErrors('authenticated', { notFound: 'No such partner app' })
+  @ApiStandardErrors('authenticated', { notFound: 'No such partner app', precondition: true })
   async delete(
     @CurrentCaller() caller: Caller,
     @Param('client_id') clientId: string,
+    @Headers('if-match') ifMatchHeader?: string,
   ): Promise<void> {
-    await this.clients.delete(caller, clientId);
+    await this.clients.delete(caller, clientId, ifMatchPrecondition(ifMatchHeader));
   }
 }

@@ -148,6 +148,19 @@ export class OAuthClientsRepository {
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
+  /** The client read in the transaction of a change, locked until it ends (PostgreSQL). */
+  async findLocked(
+    manager: EntityManager,
+    clientId: string,
+  ): Promise<OAuthClientRecord | undefined> {
+    const lock = this.db.dialect === 'postgres' ? ' FOR UPDATE' : '';
+    const rows = await manager.query<ClientRow[]>(
+      `SELECT ${COLUMNS} FROM oauth_clients WHERE client_id = ${this.db.p(1)}${lock}`,
+      [clientId],
+    );
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
   async findMany(clientIds: string[]): Promise<OAuthClientRecord[]> {
     if (clientIds.length === 0) {
       return [];

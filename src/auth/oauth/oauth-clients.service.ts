@@ -6,9 +6,11 @@ import {
   Conflict,
   Forbidden,
   NotFound,
+  PreconditionFailed,
   ValidationFailed,
   type ErrorDetail,
 } from '../../common/errors.js';
+import type { RestPrecondition } from '../../common/rest-precondition.js';
 import { nowIso } from '../../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../../common/list-query.js';
 import { isAdmin, type Caller } from '../../identity/caller.js';
@@ -233,14 +235,17 @@ export class OAuthClientsService {
    * PATCH: the members sent replace the registered ones (a branding member set to null is
    * removed). Scopes dropped from the client end every refresh token and code that carries one, and
    * its access tokens carrying one are refused from now on (oauth-token.verifier.ts); grants stay.
+   * The client is read locked in the change's transaction: `If-Match` (`precondition`) is compared
+   * with it, and two concurrent edits apply one after the other.
    */
   async update(
     caller: Caller,
     clientId: string,
     input: UpdateOAuthClientInput,
+    precondition?: RestPrecondition<OAuthClientBody>,
   ): Promise<OAuthClientBody> {
     this.assertAdmin(caller);
-    const client = await this.found(clientId);
+    await this.found(clientId);
     const details: ErrorDetail[] = [];
     for (const member of ['name', 'redirect_uris', 'scopes'] as const) {
       if (input[member] === null) {
@@ -254,19 +259,26 @@ export class OAuthClientsService {
     if (details.length > 0) {
       throw ValidationFailed(details);
     }
-    const updated: OAuthClientRecord = {
-      ...client,
-      name: input.name ?? client.name,
-      redirectUris: input.redirect_uris ? [...new Set(input.redirect_uris)] : client.redirectUris,
-      scopes: input.scopes ? [...new Set(input.scopes)] : client.scopes,
-      logoUri: input.logo_uri === undefined ? client.logoUri : input.logo_uri,
-      clientUri: input.client_uri === undefined ? client.clientUri : input.client_uri,
-      policyUri: input.policy_uri === undefined ? client.policyUri : input.policy_uri,
-      tosUri: input.tos_uri === undefined ? client.tosUri : input.tos_uri,
-      updatedAt: nowIso(),
-    };
-    await this.db.transaction(async (tx) => {
+    const { client, updated } = await this.db.transaction(async (tx) => {
       const { manager } = tx;
+      const client = await this.clients.findLocked(manager, clientId);
+      if (!client) {
+        throw NotFound('OAuth client');
+      }
+      if (precondition && !precondition(toClientBody(client))) {
+        throw PreconditionFailed();
+      }
+      const updated: OAuthClientRecord = {
+        ...client,
+        name: input.name ?? client.name,
+        redirectUris: input.redirect_uris ? [...new Set(input.redirect_uris)] : client.redirectUris,
+        scopes: input.scopes ? [...new Set(input.scopes)] : client.scopes,
+        logoUri: input.logo_uri === undefined ? client.logoUri : input.logo_uri,
+        clientUri: input.client_uri === undefined ? client.clientUri : input.client_uri,
+        policyUri: input.policy_uri === undefined ? client.policyUri : input.policy_uri,
+        tosUri: input.tos_uri === undefined ? client.tosUri : input.tos_uri,
+        updatedAt: nowIso(),
+      };
       if (!(await this.clients.update(updated, manager))) {
         throw NotFound('OAuth client');
       }
@@ -276,6 +288,7 @@ export class OAuthClientsService {
         target: { type: 'oauth_client', id: clientId },
         changes: clientChanges(client, updated),
       });
+      return { client, updated };
     });
     const dropped = client.scopes.filter((s) => !updated.scopes.includes(s));
     if (dropped.length > 0) {
@@ -326,13 +339,29 @@ export class OAuthClientsService {
     return { ...toClientBody(updated), client_secret: secret };
   }
 
-  /** Idempotent: deleting an unknown or already deleted client is a no-op. */
-  async delete(caller: Caller, clientId: string): Promise<void> {
+  /**
+   * Idempotent: deleting an unknown or already deleted client is a no-op. `If-Match`
+   * (`precondition`) is compared with the client before anything is revoked, and again with the
+   * client read locked in the deleting transaction.
+   */
+  async delete(
+    caller: Caller,
+    clientId: string,
+    precondition?: RestPrecondition<OAuthClientBody>,
+  ): Promise<void> {
     this.assertAdmin(caller);
+    const matches = (client: OAuthClientRecord | undefined) =>
+      !client || !precondition || precondition(toClientBody(client));
+    if (!matches(await this.clients.find(clientId))) {
+      throw PreconditionFailed();
+    }
     // artefacts first: a token request racing this one cannot find a grant without its client
     await this.artifacts.revokeClient(clientId);
     await this.db.transaction(async (tx) => {
       const { manager } = tx;
+      if (precondition && !matches(await this.clients.findLocked(manager, clientId))) {
+        throw PreconditionFailed();
+      }
       if (await this.clients.delete(clientId, manager)) {
         await this.audit.record(tx, {
           actor: caller,
