@@ -7,6 +7,7 @@ import { defineConfig, globalIgnores } from 'eslint/config';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import tseslint from 'typescript-eslint';
+import { noDirectSideEffects } from './scripts/eslint/no-direct-side-effects.mjs';
 
 const lintTsconfig = join(import.meta.dirname, 'tsconfig.test.json');
 const typedParserOptions = existsSync(lintTsconfig)
@@ -88,6 +89,27 @@ export default defineConfig(
         },
       ],
     },
+  },
+
+  {
+    // A write records what changed on the change record; only its subscribers call the webhook
+    // outbox, the audit log's write side, CountersRepository.add and the event bus's publish
+    // (docs/data-integrity.md, "The change record"). The subscribers and the classes themselves are
+    // exempt; the audit log counts its own entries and its purge.
+    files: ['src/**/*.ts'],
+    ignores: [
+      'src/changes/**',
+      'src/audit/audit.service.ts',
+      'src/outbox/**',
+      'src/events/**',
+      'src/database/counters.repository.ts',
+      '**/*.spec.ts',
+      // being edited by others right now; converted once their edits are in (then removed from here)
+      'src/webhooks/webhooks.service.ts',
+      'src/auth/oauth/oauth-clients.service.ts',
+    ],
+    plugins: { atrium: { rules: { 'no-direct-side-effects': noDirectSideEffects } } },
+    rules: { 'atrium/no-direct-side-effects': 'error' },
   },
 
   {
