@@ -219,35 +219,50 @@ export class WebhookDeliveriesRepository {
     }
   }
 
-  /** Successful attempts, recorded in one statement (each row with its own answer). */
+  /**
+   * Successful attempts, recorded in one statement (each row with its own answer). `attempts` is
+   * the count the row had when the attempt was claimed: a row already past it (this outcome was
+   * written before, its commit's answer lost with the connection) is left alone.
+   */
   async recordSuccesses(
     manager: EntityManager,
-    entries: readonly { id: string; result: AttemptResult; at: string }[],
+    entries: readonly { id: string; attempts: number; result: AttemptResult; at: string }[],
   ): Promise<void> {
     for (let start = 0; start < entries.length; start += SUCCESS_CHUNK) {
       const chunk = entries.slice(start, start + SUCCESS_CHUNK);
       // typed in the first row: PostgreSQL infers the other rows' parameters from it
       const tuples = chunk.map((_, i) =>
         i === 0
-          ? `(CAST(${this.p(1)} AS VARCHAR(30)), CAST(${this.p(2)} AS INTEGER), CAST(${this.p(3)} AS INTEGER), CAST(${this.p(4)} AS VARCHAR(24)))`
-          : `(${[1, 2, 3, 4].map((n) => this.p(4 * i + n)).join(', ')})`,
+          ? `(CAST(${this.p(1)} AS VARCHAR(30)), CAST(${this.p(2)} AS INTEGER), CAST(${this.p(3)} AS INTEGER), CAST(${this.p(4)} AS INTEGER), CAST(${this.p(5)} AS VARCHAR(24)))`
+          : `(${[1, 2, 3, 4, 5].map((n) => this.p(5 * i + n)).join(', ')})`,
       );
       await manager.query(
-        `WITH done (id, code, ms, at) AS (VALUES ${tuples.join(', ')})
-         UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1,
+        `WITH done (id, attempts, code, ms, at) AS (VALUES ${tuples.join(', ')})
+         UPDATE webhook_deliveries SET status = 'succeeded', attempts = webhook_deliveries.attempts + 1,
                 last_status_code = done.code, last_duration_ms = done.ms, last_error = NULL,
                 next_attempt_at = NULL, lease_until = NULL, updated_at = done.at
            FROM done
-          WHERE webhook_deliveries.id = done.id AND webhook_deliveries.status = 'pending'`,
-        chunk.flatMap(({ id, result, at }) => [id, result.statusCode, result.durationMs, at]),
+          WHERE webhook_deliveries.id = done.id AND webhook_deliveries.status = 'pending'
+            AND webhook_deliveries.attempts = done.attempts`,
+        chunk.flatMap(({ id, attempts, result, at }) => [
+          id,
+          attempts,
+          result.statusCode,
+          result.durationMs,
+          at,
+        ]),
       );
     }
   }
 
-  /** A failed attempt: retried at `nextAttemptAt`, or failed for good when it is null. */
+  /**
+   * A failed attempt: retried at `nextAttemptAt`, or failed for good when it is null. `attempts` as
+   * in `recordSuccesses`: written once only.
+   */
   async recordFailure(
     manager: EntityManager,
     id: string,
+    attempts: number,
     result: AttemptResult,
     nextAttemptAt: string | null,
     at: string,
@@ -256,7 +271,7 @@ export class WebhookDeliveriesRepository {
       `UPDATE webhook_deliveries SET status = ${this.p(1)}, attempts = attempts + 1,
               last_status_code = ${this.p(2)}, last_duration_ms = ${this.p(3)}, last_error = ${this.p(4)},
               next_attempt_at = ${this.p(5)}, lease_until = NULL, updated_at = ${this.p(6)}
-        WHERE id = ${this.p(7)} AND status = 'pending'`,
+        WHERE id = ${this.p(7)} AND status = 'pending' AND attempts = ${this.p(8)}`,
       [
         nextAttemptAt === null ? 'failed' : 'pending',
         result.statusCode,
@@ -265,6 +280,7 @@ export class WebhookDeliveriesRepository {
         nextAttemptAt,
         at,
         id,
+        attempts,
       ],
     );
   }

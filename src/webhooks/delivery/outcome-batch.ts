@@ -50,26 +50,33 @@ export async function commitOutcomes(
   const gone = new Set<string>();
   /** Per endpoint, in order: when its current run of failures began (null: its last one succeeded). */
   const state = new Map<string, { failedSince: string | null }>();
-  const successes: { id: string; result: AttemptResult; at: string }[] = [];
-  const failures: { id: string; result: AttemptResult; next: string | null; at: string }[] = [];
+  const successes: { id: string; attempts: number; result: AttemptResult; at: string }[] = [];
+  const failures: {
+    id: string;
+    attempts: number;
+    result: AttemptResult;
+    next: string | null;
+    at: string;
+  }[] = [];
   for (const { row, endpoint, result, outcome, at } of batch) {
     const s = state.get(endpoint.id) ?? { failedSince: null };
     state.set(endpoint.id, s);
+    const attempts = Number(row.attempts);
     if (outcome === 'succeeded') {
-      successes.push({ id: row.id, result, at });
+      successes.push({ id: row.id, attempts, result, at });
       s.failedSince = null;
       continue;
     }
     if (outcome === 'gone') {
-      failures.push({ id: row.id, result, next: null, at });
+      failures.push({ id: row.id, attempts, result, next: null, at });
       gone.add(endpoint.id);
       continue;
     }
-    const attempts = Number(row.attempts);
     const delayS = config.retryScheduleS[attempts];
     const delayMs = delayS === undefined ? undefined : delayS * 1000 * (0.9 + Math.random() * 0.2);
     failures.push({
       id: row.id,
+      attempts,
       result,
       next: delayMs === undefined ? null : new Date(Date.now() + delayMs).toISOString(),
       at,
@@ -105,7 +112,7 @@ export async function commitOutcomes(
     await endpoints.lockMany(manager, [...marking.map((m) => m.id), ...recovered]);
     await deliveries.recordSuccesses(manager, successes);
     for (const f of failures) {
-      await deliveries.recordFailure(manager, f.id, f.result, f.next, f.at);
+      await deliveries.recordFailure(manager, f.id, f.attempts, f.result, f.next, f.at);
     }
     const marked: CommittedBatch['failing'] = [];
     for (const { id, failedSince } of marking) {
