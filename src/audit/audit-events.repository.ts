@@ -36,6 +36,8 @@ export interface AuditEventFilter {
   actorId?: string;
   targetId?: string;
   action?: string;
+  /** Only entries of one of these actions (what a partner app may read). */
+  actions?: readonly string[];
   /** Strictly later than. */
   since?: string;
   /** Up to and including. */
@@ -148,6 +150,13 @@ export class AuditEventsRepository {
     }
     if (filter.action !== undefined) {
       where.push(`action = ${bind(filter.action)}`);
+    }
+    if (filter.actions !== undefined) {
+      where.push(
+        filter.actions.length === 0
+          ? '1 = 0'
+          : `action IN (${filter.actions.map((a) => bind(a)).join(', ')})`,
+      );
     }
     if (filter.since !== undefined) {
       where.push(`at > ${bind(filter.since)}`);

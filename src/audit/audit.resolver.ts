@@ -88,7 +88,7 @@ export class AuditEventModel {
 @ObjectType('AuditEventConnection')
 @Directive('@auth(scopes: ["users:read"])')
 @Directive('@cacheControl(maxAge: 0, scope: PRIVATE)')
-export class AuditEventConnection extends Connection(AuditEventModel, 'AuditEvent') {}
+class AuditEventConnection extends Connection(AuditEventModel, 'AuditEvent') {}
 
 @InputType('AuditEventFilter')
 export class AuditEventFilterInput {
@@ -151,6 +151,7 @@ export class AuditResolver {
     }
     const sort = [{ field: 'at', desc: true }];
     const page = await this.audit.page(
+      ctx.caller,
       {
         actorId: filter?.actorId ?? undefined,
         targetId: filter?.targetId ?? undefined,

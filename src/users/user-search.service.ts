@@ -43,7 +43,7 @@ export class UserSearchService {
     }
     const { rows, total } = await this.users.searchPage(
       tokens,
-      isAdmin(caller),
+      mayMatchEmails(caller),
       query.filters.role,
       query.limit,
       (query.page - 1) * query.limit,
@@ -79,13 +79,25 @@ export class UserSearchService {
     const tokens = searchQueryTokens(q, 'query');
     const { rows, total } = await this.users.searchPage(
       tokens,
-      isAdmin(caller),
+      mayMatchEmails(caller),
       role,
       limit,
       offset,
     );
     return { users: rows.map(userFromRow), total };
   }
+}
+
+/**
+ * Whether `q` may match on emails (docs/admin.md "User search"): for ADMINs only, and for a partner
+ * app's token only with the `email` scope too. A token without it would otherwise learn, from which
+ * users match or from `meta.total`, an address it may not read.
+ */
+function mayMatchEmails(caller: Caller): boolean {
+  if (caller.method === 'oauth' && !caller.scopes?.includes('email')) {
+    return false;
+  }
+  return isAdmin(caller);
 }
 
 function requireCaller(caller: MaybeCaller): asserts caller is Caller {
