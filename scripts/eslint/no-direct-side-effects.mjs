@@ -7,7 +7,7 @@
 /** Class name -> the methods only the change record's subscribers may call. */
 const GUARDED = {
   WebhookOutbox: new Set(['enqueue']),
-  AuditService: new Set(['record', 'recordAlone']),
+  AuditService: new Set(['record']),
   CountersRepository: new Set(['add']),
   EventsService: new Set(['userUpdated', 'messageSent']),
 };

@@ -5,9 +5,10 @@ import { newId } from '../common/ids.js';
 import type { WebhookEventType } from './webhook-types.js';
 
 /**
- * Where a change records its webhook event: in the change's own transaction, so an event exists
+ * Where a change's webhook event is written: in the change's own transaction, so an event exists
  * exactly when the change committed (a crash after the commit loses nothing; a rollback sends
- * nothing). The delivery engine fans the rows out to the endpoints after the commit.
+ * nothing). Only the change record's outbox subscriber enqueues (src/changes/, docs/data-integrity.md
+ * "The change record"); the delivery engine fans the rows out to the endpoints after the commit.
  */
 @Injectable()
 export class WebhookOutbox {
