@@ -51,6 +51,52 @@ export const AUDIT_LIST_SPEC: ListSpec<'action'> = {
   },
 };
 
+/**
+ * The actions a partner app (an OAuth access token) reads in the log: changes of users, orders and
+ * ADMINs. Entries about API keys, OAuth clients and grants, and webhooks stay first-party, as
+ * those resources do (docs/oauth.md "Rules"); an action added later is hidden from apps until it is
+ * listed here.
+ */
+export const APP_VISIBLE_ACTIONS: readonly AuditAction[] = AUDIT_ACTIONS.filter((a) =>
+  /^(user|order|admin)\./.test(a),
+);
+
+/** What a caller reads of each entry: partner apps see no address, and emails only with `email`. */
+interface AuditView {
+  /** The actions it may read; undefined: all. */
+  actions?: readonly AuditAction[];
+  emails: boolean;
+  ip: boolean;
+}
+
+function viewOf(caller: Caller): AuditView {
+  if (caller.method !== 'oauth') {
+    return { emails: true, ip: true };
+  }
+  return {
+    actions: APP_VISIBLE_ACTIONS,
+    emails: caller.scopes?.includes('email') ?? false,
+    ip: false,
+  };
+}
+
+/** Members of `changes` that hold an email address. */
+const EMAIL_MEMBERS = /email/i;
+
+/** An entry as `view` shows it: no `ip` for apps, no email members without the `email` scope. */
+function shown(event: AuditEvent, view: AuditView): AuditEvent {
+  if (view.emails && view.ip) {
+    return event;
+  }
+  const changes: AuditChanges = {};
+  for (const [member, pair] of Object.entries(event.changes)) {
+    if (view.emails || !EMAIL_MEMBERS.test(member)) {
+      changes[member] = pair;
+    }
+  }
+  return { ...event, changes, ip: view.ip ? event.ip : null };
+}
+
 /** Who made a change: a caller (REST or GraphQL), or the server itself (`system`). */
 export type AuditActor = Caller | 'system';
 
@@ -147,16 +193,23 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     if (details.length > 0) {
       throw BadRequest('Invalid query parameters', details);
     }
-    return this.page(filter, query);
+    return this.page(caller, filter, query);
   }
 
-  /** A page for a checked filter (REST and GraphQL). */
+  /**
+   * A page for a checked filter (REST and GraphQL), as the caller may read it: a partner app's
+   * token reads only APP_VISIBLE_ACTIONS (its `meta.total` counts only those), without `ip`, and
+   * emails in `changes` only with the `email` scope (docs/admin.md "Audit log").
+   */
   async page(
+    caller: Caller,
     filter: AuditEventFilter,
     query: ReturnType<typeof parseListQuery>,
   ): Promise<Page<AuditEvent>> {
-    const { rows, meta, next } = await this.events.page(filter, query, this.total(filter));
-    return { data: rows.map(auditEventFromRow), meta, next };
+    const view = viewOf(caller);
+    const scoped: AuditEventFilter = view.actions ? { ...filter, actions: view.actions } : filter;
+    const { rows, meta, next } = await this.events.page(scoped, query, this.total(scoped));
+    return { data: rows.map((row) => shown(auditEventFromRow(row), view)), meta, next };
   }
 
   /**
@@ -166,6 +219,58 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
    * entries, narrowed).
    */
   private total(filter: AuditEventFilter): Promise<number> {
+    const { action, actions } = filter;
+    if (actions !== undefined) {
+      if (action !== undefined) {
+        // one action: its own counters, or none at all when it is not among those readable
+        return actions.includes(action)
+          ? this.total({ ...filter, actions: undefined })
+          : Promise.resolve(0);
+      }
+      return this.totalOfActions(filter, actions);
+    }
+    return this.totalOfFilter(filter);
+  }
+
+  /**
+   * The entries of any of `actions` a filter without `action` matches: the sum of the actions'
+   * counters (calendar counters with `since`/`until`), or a COUNT over the filter's index range with
+   * an actor or a target.
+   */
+  private totalOfActions(filter: AuditEventFilter, actions: readonly string[]): Promise<number> {
+    const { actorId, targetId, since, until } = filter;
+    if (actorId !== undefined || targetId !== undefined) {
+      return this.events.count(filter);
+    }
+    if (since === undefined && until === undefined) {
+      return this.counters
+        .getMany(actions.map((a) => CountKeys.auditByAction(a)))
+        .then((counts) => [...counts.values()].reduce((n, c) => n + c, 0));
+    }
+    // a calendar key stands for the sum of that key over the actions
+    const ALL = '*';
+    const expand = (key: string) =>
+      key === ALL
+        ? actions.map((a) => CountKeys.auditByAction(a))
+        : actions.map((a) => CountKeys.auditAt(a)(key));
+    return countInInterval(
+      {
+        all: ALL,
+        key: (prefix) => prefix,
+        counters: async (keys) => {
+          const counts = await this.counters.getMany([...new Set(keys.flatMap(expand))]);
+          return new Map(
+            keys.map((k) => [k, expand(k).reduce((n, e) => n + (counts.get(e) ?? 0), 0)]),
+          );
+        },
+        count: (after, upTo) => this.events.count({ actions, since: after, until: upTo }),
+      },
+      since,
+      until,
+    );
+  }
+
+  private totalOfFilter(filter: AuditEventFilter): Promise<number> {
     const { action, actorId, targetId, since, until } = filter;
     const ids = [actorId, targetId].filter((v) => v !== undefined).length;
     const dated = since !== undefined || until !== undefined;
