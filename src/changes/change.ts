@@ -81,6 +81,13 @@ export type Change =
   | { type: 'webhook.created'; endpointId: string; members: AuditChanges; actor: Caller }
   | { type: 'webhook.updated'; endpointId: string; members: AuditChanges; actor: Caller }
   | { type: 'webhook.deleted'; endpointId: string; actor: Caller }
+  /** A new signing secret; `overlapEndsAt`: until when the previous one also signs (old, new). */
+  | {
+      type: 'webhook.secret_rotated';
+      endpointId: string;
+      overlapEndsAt: [string | null, string | null];
+      actor: Caller;
+    }
   /** The service turned an endpoint off (410 Gone, or failing too long). */
   | { type: 'webhook.disabled'; endpointId: string; reason: string; actor: 'system' };
 

@@ -172,6 +172,17 @@ export function auditEntries(change: Change): AuditEntry[] {
           target: { type: 'webhook', id: change.endpointId },
         },
       ];
+    case 'webhook.secret_rotated':
+      // a member named like a secret would be dropped from the entry (AuditService): until when
+      // the previous secret also signs is `overlap_ends_at`; never a secret
+      return [
+        {
+          actor: change.actor,
+          action: 'webhook.secret_rotated',
+          target: { type: 'webhook', id: change.endpointId },
+          changes: { overlap_ends_at: change.overlapEndsAt },
+        },
+      ];
     case 'webhook.disabled':
       return [
         {
