@@ -92,6 +92,35 @@ export default defineConfig(
   },
 
   {
+    // What .dependency-cruiser.cjs cannot see (it reads import specifiers it can resolve): a computed
+    // `import(variable)` and a deep import of a package's private files by name. The reach-ins the
+    // app needs are isolated in src/common/library-internals.ts.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ImportExpression[source.type!="Literal"]',
+          message:
+            'No computed import(): name the module, so that the dependency rules (npm run lint:deps) see it.',
+        },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(@[^/]+/)?[^./@][^/]*/(lib|src|internals?|helpers|private)/',
+              message:
+                "A package's private files move without notice: use its public entry points, or src/common/library-internals.ts.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+
+  {
     // A write records what changed on the change record; only its subscribers call the webhook
     // outbox, the audit log's write side, CountersRepository.add and the event bus's publish
     // (docs/data-integrity.md, "The change record"). The subscribers and the classes themselves are
