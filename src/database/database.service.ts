@@ -412,6 +412,10 @@ export class DatabaseService {
         () => 'committed' as const,
         (err: unknown) => {
           if (!worked) {
+            // the transaction failed before its work ran (no connection, BEGIN failed): the
+            // handler's call fails with it (a second reject after the work's own is a no-op)
+            held.started = false;
+            reject(err instanceof Error ? err : new Error(String(err)));
             return 'none' as const;
           }
           throw err;
