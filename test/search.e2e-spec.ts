@@ -325,7 +325,7 @@ describe(`GraphQL search over ${SEED_MB} MB of posts`, () => {
     const logger = ds.logger;
     const original = logger.logQuery.bind(logger);
     logger.logQuery = (query, parameters, runner) => {
-      if ((/^\s*SELECT/.test(query) && /_fts|@@/.test(query)) || /^SET LOCAL/.test(query)) {
+      if ((/^\s*(SELECT|WITH)/.test(query) && /_fts|@@/.test(query)) || /^SET LOCAL/.test(query)) {
         captured.push({ sql: query, params: [...((parameters ?? []) as unknown[])] });
       }
       return original(query, parameters, runner);

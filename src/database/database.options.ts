@@ -19,6 +19,7 @@ import { AdminDashboards1764400000024 } from './migrations/1764400000024-admin-d
 import { OrdersRangeCovering1764400000030 } from './migrations/1764400000030-orders-range-covering.js';
 import { OrderRangeCounts1764500000000 } from './migrations/1764500000000-order-range-counts.js';
 import { AuditCounts1764500000001 } from './migrations/1764500000001-audit-counts.js';
+import { SearchIndexWhole1764600000010 } from './migrations/1764600000010-search-index-whole.js';
 
 export const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -36,6 +37,7 @@ export const MIGRATIONS = [
   OrdersRangeCovering1764400000030,
   OrderRangeCounts1764500000000,
   AuditCounts1764500000001,
+  SearchIndexWhole1764600000010,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */
