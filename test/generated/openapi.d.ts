@@ -201,7 +201,7 @@ export interface paths {
     post?: never;
     /**
      * Revoke an API key
-     * @description It stops working at once; it stays listed with `revoked_at`.
+     * @description It stops working at once; it stays listed with `revoked_at`. `If-Match` makes it conditional (the ETag covers `last_used_at`).
      */
     delete: operations['ApiKeysController_revoke'];
     options?: never;
@@ -527,14 +527,14 @@ export interface paths {
     post?: never;
     /**
      * Delete a partner app (ADMIN)
-     * @description Revokes every grant, code and token it holds; its access tokens stop working at once.
+     * @description Revokes every grant, code and token it holds; its access tokens stop working at once. `If-Match` makes it conditional.
      */
     delete: operations['OAuthClientsController_delete'];
     options?: never;
     head?: never;
     /**
      * Edit a partner app (ADMIN)
-     * @description Only the members sent change: `name`, `redirect_uris` and `scopes` replace the registered values; `logo_uri`, `client_uri`, `policy_uri`, `tos_uri` (https, shown on the consent page) are set, or removed with null. Scopes taken away end every refresh token, code and access token that carries one at once (the users’ grants stay; the app asks again).
+     * @description Only the members sent change: `name`, `redirect_uris` and `scopes` replace the registered values; `logo_uri`, `client_uri`, `policy_uri`, `tos_uri` (https, shown on the consent page) are set, or removed with null. Scopes taken away end every refresh token, code and access token that carries one at once (the users’ grants stay; the app asks again). `If-Match` makes it conditional.
      */
     patch: operations['OAuthClientsController_update'];
     trace?: never;
@@ -611,7 +611,7 @@ export interface paths {
     put?: never;
     /**
      * Register a webhook endpoint (ADMIN)
-     * @description The signing `secret` is in this response only. A URL that is not https, or whose host resolves to a loopback, private, link-local, shared or metadata address, is refused (422).
+     * @description The signing `secret` is in this response only (an `Idempotency-Key` replay answers the same endpoint with `secret: null`: the secret is never stored for it). A URL that is not https, or whose host resolves to a loopback, private, link-local, shared or metadata address, is refused (422).
      */
     post: operations['WebhooksController_create'];
     delete?: never;
@@ -631,13 +631,16 @@ export interface paths {
     get: operations['WebhooksController_get'];
     put?: never;
     post?: never;
-    /** Delete a webhook endpoint and its delivery log (ADMIN) */
+    /**
+     * Delete a webhook endpoint and its delivery log (ADMIN)
+     * @description `If-Match` makes it conditional.
+     */
     delete: operations['WebhooksController_delete'];
     options?: never;
     head?: never;
     /**
      * Change a webhook endpoint (ADMIN)
-     * @description `url`, `events`, `description`, `active`. `active: true` enables a disabled endpoint again.
+     * @description `url`, `events`, `description`, `active`. `active: true` enables a disabled endpoint again. `If-Match` makes it conditional.
      */
     patch: operations['WebhooksController_update'];
     trace?: never;
@@ -775,6 +778,7 @@ export interface components {
         | 'webhook.updated'
         | 'webhook.deleted'
         | 'webhook.disabled'
+        | 'webhook.secret_rotated'
         | 'order.status_changed'
         | 'admin.removal_refused'
         | 'admin.promoted_at_boot';
@@ -1717,15 +1721,10 @@ export interface components {
        */
       updated_at: string;
       /**
-       * @description The signing secret, shown in this response only
+       * @description The signing secret, shown in this response only: `null` when the response is an `Idempotency-Key` replay (`Idempotent-Replayed: true`), which never stores it
        * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
        */
-      secret: string;
-      /**
-       * Format: date-time
-       * @description After a rotation: until when the previous secret also signs
-       */
-      previous_secret_expires_at?: string | null;
+      secret: string | null;
     };
     CreateWebhookEndpointInput: {
       /**
@@ -1830,6 +1829,59 @@ export interface components {
       active?: boolean;
       /** @example Invoicing sync */
       description?: string;
+    };
+    WebhookEndpointWithSecretResponse: {
+      /** @example whk_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
+      id: string;
+      /** @example https://hooks.acme.example/atrium */
+      url: string;
+      /** @example Invoicing sync */
+      description: string | null;
+      /**
+       * @example [
+       *       "order.created"
+       *     ]
+       */
+      events: (
+        | 'user.created'
+        | 'user.updated'
+        | 'user.deleted'
+        | 'order.created'
+        | 'order.status_changed'
+        | 'post.created'
+        | 'post.updated'
+        | 'post.deleted'
+        | 'message.created'
+      )[];
+      /** @example null */
+      oauth_client_id: string | null;
+      /** @example true */
+      active: boolean;
+      /**
+       * @description Why the service disabled the endpoint (410 Gone, or failures for too long)
+       * @example null
+       */
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T18:00:00.000Z
+       */
+      updated_at: string;
+      /**
+       * @description The signing secret, shown in this response only
+       * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+       */
+      secret: string;
+      /**
+       * Format: date-time
+       * @description After a rotation: until when the previous secret also signs
+       */
+      previous_secret_expires_at?: string | null;
     };
     WebhookDelivery: {
       /** @example dlv_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
@@ -2144,6 +2196,7 @@ export interface operations {
           | 'webhook.updated'
           | 'webhook.deleted'
           | 'webhook.disabled'
+          | 'webhook.secret_rotated'
           | 'order.status_changed'
           | 'admin.removal_refused'
           | 'admin.promoted_at_boot';
@@ -3825,7 +3878,10 @@ export interface operations {
   ApiKeysController_revoke: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
+        'if-match'?: string;
+      };
       path: {
         id: string;
       };
@@ -3908,6 +3964,19 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description `If-Match` does not match the current `ETag`. */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PreconditionFailedError'];
         };
       };
       /** @description A path segment exceeds 100 characters. */
@@ -9003,7 +9072,10 @@ export interface operations {
   OAuthClientsController_delete: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
+        'if-match'?: string;
+      };
       path: {
         client_id: string;
       };
@@ -9088,6 +9160,19 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
+      /** @description `If-Match` does not match the current `ETag`. */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PreconditionFailedError'];
+        };
+      };
       /** @description A path segment exceeds 100 characters. */
       414: {
         headers: {
@@ -9147,7 +9232,10 @@ export interface operations {
   OAuthClientsController_update: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
+        'if-match'?: string;
+      };
       path: {
         client_id: string;
       };
@@ -9238,6 +9326,19 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description `If-Match` does not match the current `ETag`. */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PreconditionFailedError'];
         };
       };
       /** @description The body exceeds 1 MiB. */
@@ -9931,7 +10032,10 @@ export interface operations {
   WebhooksController_create: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -9945,6 +10049,7 @@ export interface operations {
       201: {
         headers: {
           Location: components['headers']['Location'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -9960,6 +10065,7 @@ export interface operations {
       /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
       400: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -9974,6 +10080,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -9987,6 +10094,7 @@ export interface operations {
       /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
       403: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -10000,6 +10108,7 @@ export interface operations {
       /** @description The `Accept` header excludes application/json. */
       406: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -10010,9 +10119,25 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
+      /** @description The same `Idempotency-Key` is still running (`idempotency_key_in_progress`); retry after `Retry-After` seconds. */
+      409: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConflictError'];
+        };
+      };
       /** @description The body exceeds 1 MiB. */
       413: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -10026,6 +10151,7 @@ export interface operations {
       /** @description The body is not JSON (`Content-Type: application/json`). */
       415: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -10039,6 +10165,7 @@ export interface operations {
       /** @description The body fails validation; `details` names each member and problem. */
       422: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-Request-Id': components['headers']['X-Request-Id'];
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
           'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
@@ -10259,7 +10386,10 @@ export interface operations {
   WebhooksController_delete: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
+        'if-match'?: string;
+      };
       path: {
         id: string;
       };
@@ -10344,6 +10474,19 @@ export interface operations {
           'application/json': components['schemas']['NotAcceptableError'];
         };
       };
+      /** @description `If-Match` does not match the current `ETag`. */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PreconditionFailedError'];
+        };
+      };
       /** @description A path segment exceeds 100 characters. */
       414: {
         headers: {
@@ -10403,7 +10546,10 @@ export interface operations {
   WebhooksController_update: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
+        'if-match'?: string;
+      };
       path: {
         id: string;
       };
@@ -10494,6 +10640,19 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description `If-Match` does not match the current `ETag`. */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PreconditionFailedError'];
         };
       };
       /** @description The body exceeds 1 MiB. */
@@ -10613,7 +10772,7 @@ export interface operations {
         };
         content: {
           'application/json': {
-            data: components['schemas']['WebhookEndpointWithSecret'];
+            data: components['schemas']['WebhookEndpointWithSecretResponse'];
           };
         };
       };
