@@ -46,7 +46,7 @@ import {
 } from './rate-limit/rate-limit.service.js';
 import { registerRouteUrl, routeUrl } from './http/route-url.js';
 
-export const BODY_LIMIT = 1024 * 1024;
+const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** `X-Request-Id` taken from the request when well-formed, else generated. */

@@ -57,7 +57,7 @@ export const AUDIT_LIST_SPEC: ListSpec<'action'> = {
  * those resources do (docs/oauth.md "Rules"); an action added later is hidden from apps until it is
  * listed here.
  */
-export const APP_VISIBLE_ACTIONS: readonly AuditAction[] = AUDIT_ACTIONS.filter((a) =>
+const APP_VISIBLE_ACTIONS: readonly AuditAction[] = AUDIT_ACTIONS.filter((a) =>
   /^(user|order|admin)\./.test(a),
 );
 
@@ -98,7 +98,7 @@ function shown(event: AuditEvent, view: AuditView): AuditEvent {
 }
 
 /** Who made a change: a caller (REST or GraphQL), or the server itself (`system`). */
-export type AuditActor = Caller | 'system';
+type AuditActor = Caller | 'system';
 
 export interface AuditEntry {
   actor: AuditActor;

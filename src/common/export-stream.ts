@@ -3,7 +3,7 @@ import Negotiator from 'negotiator';
 import type { FastifyReply } from 'fastify';
 import { DomainError } from './errors.js';
 
-export const EXPORT_TYPES = ['application/x-ndjson', 'text/csv'] as const;
+const EXPORT_TYPES = ['application/x-ndjson', 'text/csv'] as const;
 export type ExportType = (typeof EXPORT_TYPES)[number];
 
 /** The export's media type from `Accept` (NDJSON when absent or `*\/*`); neither -> 406. */

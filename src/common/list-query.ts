@@ -41,7 +41,7 @@ export const MAX_LIMIT = 100;
  * Deepest row a page number may reach (`page * limit`): OFFSET walks every skipped row, so deeper
  * pages are reached by following `Link: rel="next"`, whose keyset cursor costs the same at any depth.
  */
-export const MAX_OFFSET_DEPTH = 10_000;
+const MAX_OFFSET_DEPTH = 10_000;
 /** Largest `page` number that parses (with a cursor it only labels the page). */
 export const MAX_PAGE = 1_000_000_000;
 

@@ -17,7 +17,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * resource is checked with this before any other rule (docs/data-integrity.md): NUL (U+0000) is
  * refused by PostgreSQL's text types, and an unpaired surrogate is not a character.
  */
-export function textProblem(value: string): string | undefined {
+function textProblem(value: string): string | undefined {
   if (value.includes('\u0000')) {
     return 'must not contain NUL (U+0000) characters';
   }
@@ -37,7 +37,7 @@ export function isStorableText(value: unknown): value is string {
  * stored as text, as `[{field, message}]` with the member's path (`items.0.sku`). `root` names a
  * top-level string (a GraphQL scalar argument).
  */
-export function textProblems(value: unknown, root = ''): ErrorDetail[] {
+function textProblems(value: unknown, root = ''): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   const stack: [unknown, string][] = [[value, root]];
   while (stack.length > 0 && details.length < MAX_TEXT_DETAILS) {
@@ -72,7 +72,7 @@ export function assertStorableText(value: unknown, root = ''): void {
  * message `<field> is required`, not the rules an absent value happens to break ("must be shorter
  * than..."). Every input of every resource reports missing members this way, REST and GraphQL alike.
  */
-export function toDetails(errors: ValidationError[], parent = ''): ErrorDetail[] {
+function toDetails(errors: ValidationError[], parent = ''): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   for (const error of errors) {
     const field = parent ? `${parent}.${error.property}` : error.property;
@@ -180,7 +180,7 @@ const RFC3339 =
  * between years 0001 and 9999. ISO 8601 forms that are not RFC 3339 (`2030-W01-1`, `-9999-01-01`,
  * dates without a time) and impossible dates (`2030-02-30`) are refused.
  */
-export function isRfc3339(value: unknown): value is string {
+function isRfc3339(value: unknown): value is string {
   if (typeof value !== 'string') {
     return false;
   }

@@ -5,7 +5,7 @@ import { config as loadDotenv } from 'dotenv';
  * argon2id parameter sets of new password hashes (src/identity/passwords.ts): `owasp` everywhere,
  * `test` (cheap) only with NODE_ENV=test, for the test suite.
  */
-export const PASSWORD_HASH_PROFILES = ['owasp', 'test'] as const;
+const PASSWORD_HASH_PROFILES = ['owasp', 'test'] as const;
 export type PasswordHashProfile = (typeof PASSWORD_HASH_PROFILES)[number];
 
 /** Where the database lives; parsed from DATABASE_URL. */
@@ -119,7 +119,7 @@ export interface ShutdownConfig {
   graceMs: number;
 }
 
-export interface HttpLimitsConfig {
+interface HttpLimitsConfig {
   /** Time to receive a request's headers (Node's `headersTimeout`). */
   headersTimeoutMs: number;
   /** Time to receive a whole request, headers and body (Node's `requestTimeout`). */

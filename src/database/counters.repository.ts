@@ -269,4 +269,4 @@ export const TABLE_RECOUNT_SQL: readonly string[] = [
 ];
 
 /** What every counter must equal: `reconcile()` (`npm run counts:check`) compares with these. */
-export const RECOUNT_SQL: readonly string[] = [...TABLE_RECOUNT_SQL, ...AUDIT_RECOUNT_SQL];
+const RECOUNT_SQL: readonly string[] = [...TABLE_RECOUNT_SQL, ...AUDIT_RECOUNT_SQL];

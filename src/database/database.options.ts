@@ -21,7 +21,7 @@ import { OrderRangeCounts1764500000000 } from './migrations/1764500000000-order-
 import { AuditCounts1764500000001 } from './migrations/1764500000001-audit-counts.js';
 import { SearchIndexWhole1764600000010 } from './migrations/1764600000010-search-index-whole.js';
 
-export const MIGRATIONS = [
+const MIGRATIONS = [
   InitialSchema1763700000000,
   MessageSequence1763800000000,
   SessionIntegrity1763900000000,

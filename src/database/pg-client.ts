@@ -1,7 +1,7 @@
 import pg from 'pg';
 
 /** node-postgres' message when a statement got no answer within `query_timeout`. */
-export const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
+const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
 
 /**
  * A node-postgres client that closes its connection when a statement times out (`query_timeout`).

@@ -7,7 +7,7 @@
  * verbatim, so that PostgreSQL uses the index: both import them from here, never the query from
  * the migration.
  */
-export function pgSearchVector(text: string): string {
+function pgSearchVector(text: string): string {
   return `to_tsvector('simple'::regconfig, regexp_replace(${text}, '[^[:alnum:]]+', ' ', 'g'))`;
 }
 export const PG_POST_SEARCH_VECTOR = pgSearchVector(`title || ' ' || body`);

@@ -5,7 +5,7 @@ import type { Logger as TypeOrmLoggerInterface } from 'typeorm';
 export const SLOW_QUERY_MS = 1000;
 
 /** What a log line may say about a statement's parameters: how many, never their values. */
-export function describeParameters(parameters: unknown[] | undefined): string {
+function describeParameters(parameters: unknown[] | undefined): string {
   return `${parameters?.length ?? 0} parameter(s) redacted`;
 }
 

@@ -66,7 +66,7 @@ export abstract class RoomMessagesSource {
 }
 
 /** The largest gap of one room that an instance fills from the database; larger -> RESYNC_REQUIRED. */
-export const MAX_GAP_FILL = 1_000;
+const MAX_GAP_FILL = 1_000;
 /** Rows per read of a gap fill. */
 const GAP_FILL_PAGE = 100;
 

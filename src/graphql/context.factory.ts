@@ -20,7 +20,7 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 /** HTTP 401 + WWW-Authenticate with a GraphQL error body (presented credentials are invalid). */
-export function invalidCredentials(): GraphQLError {
+function invalidCredentials(): GraphQLError {
   return new GraphQLError('Invalid credentials', {
     extensions: {
       code: 'UNAUTHENTICATED',
@@ -59,7 +59,7 @@ function assertNotCsrf(req: FastifyRequest): void {
  * The credentials of a WebSocket `connection_init` payload: `Authorization` (Basic or Bearer) or
  * `apiKey` (also `api_key`, `x-api-key`), keys in any letter case.
  */
-export function socketCarrier(
+function socketCarrier(
   params: Record<string, unknown> | undefined,
   address: string | undefined,
 ): CredentialCarrier {

@@ -4,7 +4,7 @@ import type { LoaderRegistry } from './loaders.js';
 import type { ResponseSize } from './response-size.js';
 
 /** The computed cost of an operation (docs/contract.md section 9), reported as `extensions.cost`. */
-export interface OperationCost {
+interface OperationCost {
   requested: number;
   limit: number;
   /** Further members (e.g. the per-identity budget's `remaining`, `resetAt`) may be added by plugins. */

@@ -83,7 +83,7 @@ function fieldInfo(parent: GraphQLNamedType, field: GraphQLField<unknown, unknow
  * standard introspection query (any options of graphql-js `getIntrospectionQuery`) costs a few
  * hundred points, and as much again for each repetition of it under another alias.
  */
-export const INTROSPECTION_FIELDS_PER_POINT = 10;
+const INTROSPECTION_FIELDS_PER_POINT = 10;
 
 /** Per schema: how many items an introspection field holds on average (`__Type.fields`...). */
 const introspectionSizeCache = new WeakMap<GraphQLSchema, Map<string, number>>();
@@ -265,7 +265,7 @@ class CostWalker {
  * average (INTROSPECTION_FIELDS_PER_POINT); the total is rounded up. Throws a GraphQLError when the
  * variables do not coerce.
  */
-export function computeCost(
+function computeCost(
   schema: GraphQLSchema,
   document: DocumentNode,
   variables: Record<string, unknown>,

@@ -9,9 +9,9 @@ import {
 } from 'graphql';
 
 /** docs/contract.md section 9. */
-export const MAX_DEPTH = 12;
+const MAX_DEPTH = 12;
 /** Introspection subtrees get their own bound: the standard introspection query nests ofType deeply. */
-export const MAX_INTROSPECTION_DEPTH = 15;
+const MAX_INTROSPECTION_DEPTH = 15;
 
 function depthOf(
   set: SelectionSetNode,

@@ -337,7 +337,7 @@ class ShapeCheck {
 }
 
 /** The first limit the document breaks, or undefined. Linear in the document's size. */
-export function checkDocumentShape(
+function checkDocumentShape(
   document: DocumentNode,
   limits: DocumentLimits = DOCUMENT_LIMITS,
 ): GraphQLError | undefined {

@@ -8,7 +8,7 @@ import { toDomainError } from '../http/http-exception.filter.js';
  * The `extensions.code` values of docs/contract.md section 6: ours for domain errors, and Apollo's
  * standard codes for request errors (what Apollo Client and Studio users match on).
  */
-export type GqlErrorCode =
+type GqlErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
@@ -21,7 +21,7 @@ export type GqlErrorCode =
   | ApolloRequestCode;
 
 /** Apollo Server's request error codes (`ApolloServerErrorCode`), passed through unchanged. */
-export type ApolloRequestCode =
+type ApolloRequestCode =
   | 'GRAPHQL_PARSE_FAILED'
   | 'GRAPHQL_VALIDATION_FAILED'
   | 'BAD_REQUEST'
@@ -52,7 +52,7 @@ const CONTRACT_CODES = new Set<string>([
 ]);
 
 /** The one mapping from domain error codes to GraphQL codes (CONTRIBUTING.md, house style 5). */
-export function gqlCodeOf(code: ErrorCode): GqlErrorCode {
+function gqlCodeOf(code: ErrorCode): GqlErrorCode {
   switch (code) {
     case 'unauthorized':
       return 'UNAUTHENTICATED';

@@ -28,7 +28,7 @@ import { guardLargeFields } from './response-size.js';
 import './role.graphql.js';
 
 /** "Did you mean ...?" hints name schema members: only in development, and never with introspection off. */
-export function hideSchemaDetails(config: AppConfig): boolean {
+function hideSchemaDetails(config: AppConfig): boolean {
   return !config.graphqlDevelopment || !config.graphqlIntrospection;
 }
 
@@ -36,7 +36,7 @@ export function hideSchemaDetails(config: AppConfig): boolean {
  * Apollo options from the configuration, for the GraphQLModule below. (`npm run schema:print` builds
  * the whole application, so the printed schema comes from these same options.)
  */
-export function apolloOptions(
+function apolloOptions(
   config: AppConfig,
   contexts: GraphqlContextFactory,
   plain: PlainResolvers,

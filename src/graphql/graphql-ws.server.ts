@@ -66,7 +66,7 @@ import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrad
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
-export const WS_MAX_PAYLOAD = 64 * 1024;
+const WS_MAX_PAYLOAD = 64 * 1024;
 /** What this server keeps on graphql-ws's per-socket `extra`. */
 type SocketState = SocketTelemetry & {
   caller?: MaybeCaller;

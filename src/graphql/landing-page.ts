@@ -15,14 +15,14 @@ import { routeUrl } from '../http/route-url.js';
  * server. Queries and mutations go over HTTP, subscriptions over graphql-transport-ws to the page's own
  * origin with the Headers pane as the `connection_init` payload.
  */
-export const IDE_ASSETS_PATH = '/graphql-ide';
+const IDE_ASSETS_PATH = '/graphql-ide';
 
 /**
  * Only same-origin scripts, and no inline script at all: the page's own code is a file too.
  * GraphiQL sets inline `style` attributes (panes, resizers), hence 'unsafe-inline' for styles only.
  * `connect-src 'self'` covers the page's own ws:/wss: origin too (CSP Level 3).
  */
-export const LANDING_PAGE_CSP = [
+const LANDING_PAGE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",

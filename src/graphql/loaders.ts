@@ -34,7 +34,7 @@ export class LoaderRegistry {
 }
 
 /** Orders `rows` like `keys` (DataLoader's contract); a missing row becomes `undefined`. */
-export function byKey<K, T>(
+function byKey<K, T>(
   keys: readonly K[],
   rows: readonly T[],
   keyOf: (row: T) => K,

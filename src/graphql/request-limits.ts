@@ -10,7 +10,7 @@ import { routeUrl } from '../http/route-url.js';
  * the JSON body bounds that cover HTTP (BODY_MAX_DEPTH, BODY_MAX_ITEMS): nesting depth
  * (`{"a":[1]}` is 2) and object members plus array elements, all levels together.
  */
-export const VARIABLES_LIMITS = { maxDepth: 32, maxItems: 10_000 } as const;
+const VARIABLES_LIMITS = { maxDepth: 32, maxItems: 10_000 } as const;
 
 /** Why `variables` breaks the bounds, or undefined. Iterative: a hostile depth cannot overflow. */
 export function variablesViolation(
@@ -54,7 +54,7 @@ const MAX_CACHED = 1000;
 const MAX_CACHED_LENGTH = 20_000;
 
 /** The error a document gets before validation (a limit, or a repeated argument), else null. */
-export function documentRefusal(query: string): GraphQLError | null {
+function documentRefusal(query: string): GraphQLError | null {
   const known = checked.get(query);
   if (known !== undefined) {
     return known;

@@ -15,7 +15,7 @@ import { SocketLimitsService } from '../rate-limit/socket-limits.service.js';
  * How long a refused upgrade's socket stays open after the answer was handed to the kernel: enough
  * for the client to read it, too short for a client that never reads to hold the socket.
  */
-export const REFUSAL_GRACE_MS = 1_000;
+const REFUSAL_GRACE_MS = 1_000;
 /** Longest a refused upgrade may wait for its answer (the rate-limit counter is slow or down). */
 const REFUSAL_DEADLINE_MS = 5_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

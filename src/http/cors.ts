@@ -39,7 +39,7 @@ function explicitlyAllowed(origin: string, allowed: readonly string[]): boolean 
 }
 
 /** What a request from `origin` is granted, or undefined when the origin is refused. */
-export function originGrant(
+function originGrant(
   origin: string | undefined,
   allowed: readonly string[],
 ): OriginGrant | undefined {
@@ -61,7 +61,7 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
 }
 
 /** Request headers a browser may send cross-origin (the preflight's Access-Control-Allow-Headers). */
-export const CORS_ALLOWED_HEADERS = [
+const CORS_ALLOWED_HEADERS = [
   'Authorization',
   'Content-Type',
   'Accept',
@@ -78,7 +78,7 @@ export const CORS_ALLOWED_HEADERS = [
   'apollographql-client-version',
 ];
 
-export const CORS_EXPOSED_HEADERS = [
+const CORS_EXPOSED_HEADERS = [
   'ETag',
   'Idempotent-Replayed',
   'Link',

@@ -10,7 +10,7 @@ import {
   type ErrorDetail,
 } from '../common/errors.js';
 
-export interface ErrorBody {
+interface ErrorBody {
   error: { code: ErrorCode; message: string; details?: ErrorDetail[]; request_id?: string };
 }
 

@@ -16,7 +16,7 @@ const DOCS = /^\/api\/docs(-json)?(\/|\?|$)/;
 /** The exports negotiate their own media types (NDJSON, CSV: src/common/export-stream.ts). */
 const EXPORTS = /^\/api\/v1\/(users|orders)\/export(\?|$)/;
 
-export function isV1Header(value: string): boolean {
+function isV1Header(value: string): boolean {
   return /^v?1$/i.test(value.trim());
 }
 
@@ -84,7 +84,7 @@ function versioning(req: FastifyRequest, reply: FastifyReply): boolean {
 }
 
 /** True when the Accept header admits a JSON response (any q > 0 range covering application/json). */
-export function acceptsJson(accept: string | undefined): boolean {
+function acceptsJson(accept: string | undefined): boolean {
   if (!accept || accept.trim() === '') {
     return true;
   }

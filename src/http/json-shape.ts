@@ -93,7 +93,7 @@ export function jsonShapeViolation(text: string, limits: JsonShapeLimits): strin
 }
 
 /** Thrown by the JSON body parser; becomes 400 `bad_request` (status read by the error filter). */
-export class JsonShapeError extends Error {
+class JsonShapeError extends Error {
   readonly statusCode = 400;
   readonly code = 'ATRIUM_BODY_SHAPE';
 

@@ -27,7 +27,7 @@ const DATA_BEARING_ERROR_KEYS = new Set(['parameters', 'detail', 'where']);
 const REDACTED = '[redacted]';
 
 /** Replaces data-bearing members anywhere in a serialized error (nested driver errors, causes). */
-export function redactErrorData(value: unknown, depth = 0): unknown {
+function redactErrorData(value: unknown, depth = 0): unknown {
   if (depth > 5 || value === null || typeof value !== 'object') {
     return value;
   }
@@ -45,7 +45,7 @@ export function redactErrorData(value: unknown, depth = 0): unknown {
 }
 
 /** pino's error serializer, then {@link redactErrorData}. */
-export function serializeError(err: unknown): unknown {
+function serializeError(err: unknown): unknown {
   if (!(err instanceof Error)) {
     return redactErrorData(err);
   }

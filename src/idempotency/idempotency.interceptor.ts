@@ -23,7 +23,7 @@ import {
 
 import { IDEMPOTENCY_HEADER } from '../common/openapi/headers.js';
 import { routeUrl } from '../http/route-url.js';
-export const REPLAYED_HEADER = 'Idempotent-Replayed';
+const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** 1 to 255 visible ASCII characters (a UUID, a ULID, any client-chosen token). */
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 /** The response headers that describe the result, and so are replayed with it. */

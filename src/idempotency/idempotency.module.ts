@@ -13,7 +13,7 @@ import { IdempotencyRepository } from './idempotency.repository.js';
 
 /** Deletes expired Idempotency-Key records (every hour, or every TTL when that is shorter). */
 @Injectable()
-export class IdempotencySweeper implements OnApplicationBootstrap, OnApplicationShutdown {
+class IdempotencySweeper implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private timer?: NodeJS.Timeout;
 

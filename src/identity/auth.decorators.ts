@@ -19,7 +19,7 @@ export const FIRST_PARTY_ONLY = 'first-party-only';
  * (`[]`: any OAuth token), or FIRST_PARTY_ONLY. First-party tokens, Basic and API keys are not
  * limited by scopes (docs/oauth.md).
  */
-export type RouteScopes = readonly ApiScope[] | typeof FIRST_PARTY_ONLY;
+type RouteScopes = readonly ApiScope[] | typeof FIRST_PARTY_ONLY;
 
 /** A protected route's declaration: both parts are required, so a new route cannot forget one. */
 export interface ProtectedRoute {

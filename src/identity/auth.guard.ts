@@ -21,7 +21,7 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 /** A REST request's credentials: Authorization, X-API-Key, `?api_key=`, and the client address. */
-export function restCarrier(req: FastifyRequest): CredentialCarrier {
+function restCarrier(req: FastifyRequest): CredentialCarrier {
   const query = req.query as Record<string, unknown> | undefined;
   const queryKey = query?.api_key;
   return {
@@ -44,7 +44,7 @@ export function routeRequirement(
   ]);
 }
 
-export function unauthorized(message: string): DomainError {
+function unauthorized(message: string): DomainError {
   return new DomainError('unauthorized', message);
 }
 

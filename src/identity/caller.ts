@@ -25,7 +25,7 @@ export interface Caller {
 }
 
 /** The request id of the response (`X-Request-Id`) and the client address (`req.ip`). */
-export interface CallerRequest {
+interface CallerRequest {
   requestId: string;
   ip?: string;
 }

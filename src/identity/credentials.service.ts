@@ -81,7 +81,7 @@ const BASIC = /^Basic +(\S+)$/i;
 const VERIFIED_CACHE_SIZE = 10_000;
 
 /** `email` and `password` of a Basic credential (base64 `email:password`), if well-formed. */
-export function decodeBasic(credential: string): { email: string; password: string } | undefined {
+function decodeBasic(credential: string): { email: string; password: string } | undefined {
   const decoded = Buffer.from(credential, 'base64').toString('utf8');
   const sep = decoded.indexOf(':');
   return sep > 0 ? { email: decoded.slice(0, sep), password: decoded.slice(sep + 1) } : undefined;

@@ -141,6 +141,6 @@ export class OAuthTokenVerifier {
  * The rank an OAuth access token acts at: its user's role, at most USER unless the token carries
  * the `admin` scope (an ADMIN's token without it is a USER's).
  */
-export function oauthRole(role: Role, scopes: readonly string[]): Role {
+function oauthRole(role: Role, scopes: readonly string[]): Role {
   return scopes.includes('admin') ? role : lowerRole(role, Role.USER);
 }

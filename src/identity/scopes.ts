@@ -1,5 +1,5 @@
 /** OpenID Connect scopes (identity, refresh) and the API scopes an access token can carry. */
-export const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
 export const API_SCOPES = [
   'users:read',
   'users:write',

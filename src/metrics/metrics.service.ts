@@ -17,8 +17,6 @@ export type GraphqlTransport = 'http' | 'ws';
 export type GraphqlOutcome = 'ok' | 'partial' | 'error';
 /** A rate-limit decision: counted and let through, refused (429), or not made (store unavailable). */
 export type RateLimitOutcome = 'allowed' | 'limited' | 'unavailable';
-/** Why an event was not delivered (docs/operations.md). */
-export type EventDropReason = 'publish_failed' | 'gap_skipped' | 'stale';
 
 /** What the database pool reports (see `setPoolReader`). */
 export interface PoolUsage {

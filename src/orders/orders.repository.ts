@@ -23,7 +23,7 @@ export interface OrderFilter {
   maxTotalCents?: number;
 }
 
-export const ORDER_SORT_COLUMNS = { created_at: 'created_at', total_cents: 'total_cents' };
+const ORDER_SORT_COLUMNS = { created_at: 'created_at', total_cents: 'total_cents' };
 
 /** Rows of one export batch (keyset: each batch is one index range). */
 const EXPORT_BATCH = 500;

@@ -11,7 +11,7 @@ import { BUCKET_AUTH, RateLimitService } from './rate-limit.service.js';
 import type { WindowState } from './rate-limit.store.js';
 
 /** Counter name of the per-account bucket: `<prefix>rl:auth-account:<sha256(email)>`. */
-export const BUCKET_AUTH_ACCOUNT = 'auth-account';
+const BUCKET_AUTH_ACCOUNT = 'auth-account';
 
 /**
  * The credential buckets (docs/rate-limits.md, "Failed credentials"): failed checks per client

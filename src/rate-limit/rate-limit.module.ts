@@ -20,7 +20,7 @@ import { SocketLimitsService } from './socket-limits.service.js';
   ],
   exports: [RateLimitStore, RateLimitService, SocketLimitsService, CredentialAttempts],
 })
-export class RateLimitCoreModule {}
+class RateLimitCoreModule {}
 
 /**
  * Rate limits (docs/contract.md section 9, docs/rate-limits.md): the REST request buckets (counted

@@ -22,7 +22,6 @@ export {
   rateLimitedError,
   replySink,
   secondsUntil,
-  TOO_MANY_FAILURES,
   writeRateLimitHeaders,
   type HeaderSink,
 } from '../common/rate-limit-headers.js';

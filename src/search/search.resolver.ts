@@ -15,9 +15,9 @@ import { MAX_SEARCH_WORDS, searchWords } from '../database/search-query.js';
  * The own cost of one `search` (its selection is charged per item on top, as for any list): two
  * index queries whose work grows with the rows that match, so ten of them fill a request's limit.
  */
-export const SEARCH_COST = 100;
+const SEARCH_COST = 100;
 
-export const SearchResult = createUnionType({
+const SearchResult = createUnionType({
   name: 'SearchResult',
   description: 'A user (matched by name) or a post (matched by title or body).',
   types: () => [UserModel, PostModel] as const,

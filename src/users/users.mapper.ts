@@ -6,7 +6,7 @@ import { ADMIN_PERMISSIONS, type AdminModel } from './user.model.js';
 import type { UserEntity } from './user.entity.js';
 
 /** `adm_<ULID>` for the user `usr_<ULID>`: one administrator, one id of its own. */
-export function adminIdOf(userId: string): string {
+function adminIdOf(userId: string): string {
   return `${ID_PREFIXES.admin}_${userId.slice(ID_PREFIXES.user.length + 1)}`;
 }
 

@@ -16,7 +16,7 @@ import { USER_COLUMNS, userFromRow, type UserRow } from './users.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
 
-export type UserOrderField = keyof typeof SORT_COLUMNS;
+type UserOrderField = keyof typeof SORT_COLUMNS;
 
 /** A keyset page (GraphQL connections): filter, ordering and the window between cursors. */
 export interface UserPageQuery {
@@ -383,7 +383,7 @@ const EXPORT_BATCH = 500;
  * batches of EXPORT_BATCH rows: memory stays at one batch (the users export). Each batch is yielded
  * whole and emptied once its reader is done with it (releaseBatch).
  */
-export async function* scanUsers(
+async function* scanUsers(
   db: DatabaseService,
   role: string | undefined,
   sort: readonly SortTerm[],

@@ -10,7 +10,7 @@ import type { User } from './user.js';
 import { UsersRepository, type UserPageQuery } from './users.repository.js';
 import { requireAdmin, requireRead } from './user-rights.js';
 
-export type { UserOrderField, UserPageQuery } from './users.repository.js';
+export type { UserPageQuery } from './users.repository.js';
 
 export const USER_LIST_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],

@@ -4,7 +4,7 @@ import type { LookupFunction } from 'node:net';
 import type { ResolvedTarget } from './webhook-url-guard.js';
 
 /** The most of a receiver's response body that is read; the rest is dropped with the connection. */
-export const MAX_RESPONSE_BYTES = 64 * 1024;
+const MAX_RESPONSE_BYTES = 64 * 1024;
 
 export interface SendResult {
   /** The receiver's status, or null when no response arrived (timeout, connection error). */

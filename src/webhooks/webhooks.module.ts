@@ -13,7 +13,7 @@ import { WebhooksResolver } from './webhooks.resolver.js';
 import { WebhooksService } from './webhooks.service.js';
 
 /** BullMQ forbids `:` in queue names: REDIS_PREFIX (`atrium:`) travels with `-` instead. */
-export function webhookQueueName(redisPrefix: string): string {
+function webhookQueueName(redisPrefix: string): string {
   return `${redisPrefix.replace(/:/g, '-')}webhook-deliveries`;
 }
 

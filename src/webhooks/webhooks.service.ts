@@ -42,7 +42,7 @@ export const WEBHOOK_DELIVERY_LIST_SPEC: ListSpec<never> = {
 };
 
 /** How long the previous secret keeps signing after a rotation. */
-export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 /**
  * The webhook rules (ADMIN only): endpoints, their delivery log, redelivery, ping and secret

@@ -5,7 +5,7 @@ import { expect } from 'vitest';
  * than one particular answer (the fuzz and abuse suites): docs/contract.md section 6, docs/oauth.md
  * (`insufficient_scope`), docs/graphql.md "Errors".
  */
-export const REST_ERROR_CODES: Readonly<Record<number, readonly string[]>> = {
+const REST_ERROR_CODES: Readonly<Record<number, readonly string[]>> = {
   400: ['bad_request', 'unsupported_version', 'query_too_complex'],
   401: ['unauthorized'],
   403: ['forbidden', 'insufficient_scope'],
@@ -121,11 +121,6 @@ export function graphqlErrorsProblem(body: unknown): string | undefined {
     }
   }
   return undefined;
-}
-
-/** Asserts the REST error envelope with a documented code for the response's status. */
-export function expectRestError(res: { status: number; body: unknown; text: string }): void {
-  expect(restEnvelopeProblem(res.status, res.body), `${res.status} ${res.text}`).toBeUndefined();
 }
 
 /** Asserts that every GraphQL error of the body has a documented `extensions.code`. */

@@ -19,7 +19,7 @@ export interface FuzzSettings {
   long: boolean;
 }
 
-export const CI_SEED = 20261123;
+const CI_SEED = 20261123;
 
 export function fuzzSettings(): FuzzSettings {
   const runs = process.env.FUZZ_RUNS ? Number(process.env.FUZZ_RUNS) : undefined;

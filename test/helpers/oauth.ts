@@ -136,7 +136,7 @@ export function csrfOf(html: string): string {
   return m![1];
 }
 
-export function location(res: { status: number; headers: Headers }): string {
+function location(res: { status: number; headers: Headers }): string {
   const loc = res.headers.get('location');
   expect(loc, `status ${res.status}`).toBeTruthy();
   return loc!;

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './rate-limit.js';
 
 /** Whether a redis-server binary is installed (the tests that kill and restart Redis need one). */
-export const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
+const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
 
 /**
  * Whether the tests on a private redis-server run: where the binary is installed, and always in CI

@@ -38,7 +38,7 @@ export const OAUTH_CLIENT_LIST_SPEC: ListSpec<never> = {
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** Why a redirect URI is refused, or undefined when it is acceptable. */
-export function redirectUriProblem(raw: string): string | undefined {
+function redirectUriProblem(raw: string): string | undefined {
   let url: URL;
   try {
     url = new URL(raw);
@@ -60,7 +60,7 @@ export function redirectUriProblem(raw: string): string | undefined {
   return 'must use https (http is allowed only on a loopback host: 127.0.0.1, [::1], localhost)';
 }
 
-export function toClientBody(client: OAuthClientRecord): OAuthClientBody {
+function toClientBody(client: OAuthClientRecord): OAuthClientBody {
   return {
     client_id: client.clientId,
     name: client.name,

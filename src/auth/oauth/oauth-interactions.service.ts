@@ -21,7 +21,7 @@ interface PromptDetails {
   missingResourceScopes?: Record<string, string[]>;
 }
 
-export const WRONG_PASSWORD = 'That email and password do not match an Atrium account. Try again.';
+const WRONG_PASSWORD = 'That email and password do not match an Atrium account. Try again.';
 
 /**
  * The sign-in and consent pages of the authorization server (`/oauth/interaction/{uid}`): plain

@@ -52,9 +52,9 @@ function rateLimitedBody(retry: number, what: string) {
 }
 
 /** Counter of failed client authentications per OAuth client: `<prefix>rl:oauth-client-auth:<client>`. */
-export const BUCKET_OAUTH_CLIENT_AUTH = 'oauth-client-auth';
+const BUCKET_OAUTH_CLIENT_AUTH = 'oauth-client-auth';
 /** Counter of client-authenticated token-endpoint requests per OAuth client. */
-export const BUCKET_OAUTH_TOKEN = 'oauth-token';
+const BUCKET_OAUTH_TOKEN = 'oauth-token';
 const OAUTH_TOKEN_WINDOW_S = 60;
 /** oidc-provider's own limit on a token-endpoint body. */
 const BODY_LIMIT = 56 * 1024;

@@ -9,7 +9,7 @@ export interface Page {
   headers: Record<string, string>;
 }
 
-export function escapeHtml(value: string | number | undefined): string {
+function escapeHtml(value: string | number | undefined): string {
   return String(value ?? '')
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
@@ -23,7 +23,7 @@ export function escapeHtml(value: string | number | undefined): string {
  * the page itself or any `https` address: a partner app's logo) and no Referer leaks. `formTargets` are the origins a form may end up at: Chrome applies form-action to
  * the redirects that follow a submission, which end at the partner's redirect URI.
  */
-export function pageHeaders(formTargets: string[] = []): Record<string, string> {
+function pageHeaders(formTargets: string[] = []): Record<string, string> {
   const formAction = ["'self'", ...formTargets].join(' ');
   return {
     'Content-Security-Policy': `default-src 'none'; style-src 'self'; img-src 'self' https:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,

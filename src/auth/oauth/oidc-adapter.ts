@@ -4,7 +4,7 @@ import type { OAuthArtifactsRepository } from '../../identity/oauth-artifacts.re
 import type { OAuthClientRecord, OAuthClientsRepository } from './oauth-clients.repository.js';
 
 /** A registered client as oidc-provider's client metadata (RFC 7591 names). */
-export function clientMetadata(client: OAuthClientRecord): AdapterPayload {
+function clientMetadata(client: OAuthClientRecord): AdapterPayload {
   return {
     client_id: client.clientId,
     client_name: client.name,

@@ -20,7 +20,7 @@ import { errorPage } from './oauth-pages.js';
 import { databaseAdapter, secretHashes } from './oidc-adapter.js';
 import { OIDC_LIBRARY, type OidcLibrary } from './oidc-library.js';
 
-export const ACCESS_TOKEN_TTL_S = 600;
+const ACCESS_TOKEN_TTL_S = 600;
 const CODE_TTL_S = 60;
 const GRANT_TTL_S = 365 * 86_400;
 const SESSION_TTL_S = 14 * 86_400;
@@ -59,7 +59,7 @@ function signOutDeletedAccount(ctx: KoaContextWithOIDC | undefined, accountId: s
 }
 
 /** The claim carrying the grant id in our access tokens (checked per request, docs/oauth.md). */
-export const GRANT_CLAIM = 'gid';
+const GRANT_CLAIM = 'gid';
 
 /**
  * Atrium's OAuth 2.0 authorization server: oidc-provider configured to the contract (code + PKCE

@@ -89,7 +89,7 @@ export const FIXED_REQUEST_COST = 'atrium:fixed-request-cost';
  * GraphQL: 1 for the row (an object field) plus 1 per member of its REST schema, `memberCosts` for
  * the large text members.
  */
-export function rowCostOf(model: Type<unknown>, memberCosts: Record<string, number> = {}): number {
+function rowCostOf(model: Type<unknown>, memberCosts: Record<string, number> = {}): number {
   const members =
     (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, model.prototype as object) as
       | string[]

@@ -15,7 +15,7 @@ const HTTP_LAYER: Record<number, ErrorCode[]> = { 414: ['bad_request'] };
 const GRAPHQL_ONLY: readonly ErrorCode[] = ['query_too_complex'];
 
 /** REST error codes by HTTP status. */
-export function codesOfStatus(status: number): ErrorCode[] {
+function codesOfStatus(status: number): ErrorCode[] {
   return (
     HTTP_LAYER[status] ??
     ERROR_CODES.filter((code) => statusOf(code) === status && !GRAPHQL_ONLY.includes(code))
@@ -66,7 +66,7 @@ function envelope(codes: readonly ErrorCode[], example: ErrorCode, message: stri
 }
 
 /** Every status an `/api/v1` route may answer with an error envelope. */
-export const ERROR_STATUSES = [
+const ERROR_STATUSES = [
   400, 401, 403, 404, 406, 409, 412, 413, 414, 415, 422, 429, 500, 503,
 ];
 

@@ -32,13 +32,13 @@ import { typeNameOf } from '../node.js';
 import { AUTH_DIRECTIVE } from './directives.js';
 
 /** What one `@auth` says: the role (root fields) and the scopes an OAuth token needs. */
-export interface AuthDeclaration {
+interface AuthDeclaration {
   requires?: Role;
   scopes?: readonly ApiScope[];
 }
 
 /** The `@auth` of a field or an object type, its scopes checked against the known ones. */
-export function authDeclaration(
+function authDeclaration(
   schema: GraphQLSchema,
   node: Parameters<typeof getDirective>[1],
   where: string,

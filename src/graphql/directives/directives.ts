@@ -19,7 +19,7 @@ import {
  * Attach them with Nest's `@Directive('@auth(requires: ADMIN, scopes: ["users:read"])')`,
  * `@Directive('@cost(complexity: 5)')`, `@Directive('@cacheControl(maxAge: 60)')`.
  */
-export const CacheControlScope = new GraphQLEnumType({
+const CacheControlScope = new GraphQLEnumType({
   name: 'CacheControlScope',
   values: { PUBLIC: { value: 'PUBLIC' }, PRIVATE: { value: 'PRIVATE' } },
 });

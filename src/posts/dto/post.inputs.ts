@@ -5,7 +5,7 @@ import { IsString, Length, MaxLength, ValidateIf } from 'class-validator';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 
-export const MAX_BODY = 50_000;
+const MAX_BODY = 50_000;
 
 /** POST /posts and createPost: one class for REST and GraphQL (CONTRIBUTING.md, house style 4). */
 @InputType('CreatePostInput')

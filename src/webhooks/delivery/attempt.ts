@@ -21,7 +21,7 @@ export interface ClaimedAttempt {
 }
 
 /** How a receiver's answer (or its absence) counts. */
-export function outcomeOf(sent: AttemptResult & { timedOut: boolean }): DeliveryOutcome {
+function outcomeOf(sent: AttemptResult & { timedOut: boolean }): DeliveryOutcome {
   const code = sent.statusCode;
   if (code === null) {
     return sent.timedOut ? 'timeout' : 'error';

@@ -9,7 +9,7 @@ import { signatureHeaders } from '../webhook-signer.js';
  * (what a service-wide endpoint gets); a partner endpoint reads as its OAuth client acting for the
  * event's user, so the users mapper's one visibility rule (`canSeeEmail`) decides on the email.
  */
-export function objectFor(
+function objectFor(
   endpoint: WebhookEndpointRow,
   event: WebhookEventRow,
   scopes: readonly string[],
