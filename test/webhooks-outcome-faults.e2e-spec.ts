@@ -6,7 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, usingPostgres, usingRedis, type TestApp } from './helpers/app.js';
+import {
+  freshDatabaseUrl,
+  startApp,
+  usingPostgres,
+  usingRedis,
+  type TestApp,
+} from './helpers/app.js';
+import { FaultProxy } from './helpers/fault-proxy.js';
 import { adminClient, createUser } from './helpers/factories.js';
 import type { Client } from './helpers/http.js';
 import { eventually } from './helpers/webhook-receiver.js';
@@ -303,5 +310,75 @@ describe.runIf(usingPostgres).each(ENGINES)(
         attemptsNotMatchingRequests: 0,
       });
     }, 180_000);
+  },
+);
+
+describe.runIf(usingPostgres).each(ENGINES)(
+  'webhooks on PostgreSQL ($engine): the database paused by a TCP proxy as the receiver answers',
+  ({ env }) => {
+    const QUERY_TIMEOUT_MS = 1_000;
+    /**
+     * Longer than a statement may wait for its answer (DATABASE_QUERY_TIMEOUT_MS): the outcome's
+     * write times out during the pause and its connection is closed, as are the writer's retries.
+     */
+    const PAUSE_MS = 3 * QUERY_TIMEOUT_MS;
+    let proxy: FaultProxy;
+    let t: TestApp;
+    let admin: Client;
+    let armed!: () => void;
+    const arming = new Promise<void>((resolve) => (armed = resolve));
+    let pauses = 0;
+
+    const receiver = new FaultingReceiver(async () => {
+      // requests wait until every event is committed: the pause would fail the test's own writes
+      await arming;
+      if (pauses === 0) {
+        pauses += 1;
+        proxy.pause();
+        setTimeout(() => proxy.resume(), PAUSE_MS);
+      }
+      return undefined;
+    });
+
+    beforeAll(async () => {
+      await receiver.start();
+      const target = new URL(process.env.DATABASE_URL!);
+      proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port || 5432) });
+      t = await startApp({
+        DATABASE_URL: proxy.rewrite(freshDatabaseUrl()),
+        DATABASE_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+        DATABASE_CONNECT_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+        WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+        ...env,
+      });
+      admin = await adminClient(t.url);
+    });
+
+    afterAll(async () => {
+      await t?.close();
+      await proxy?.close();
+      await receiver.close();
+    });
+
+    it('sends each event once and logs the one attempt the receiver saw, the outcomes written after the pause', async () => {
+      const endpoint = await admin.post('/api/v1/webhooks', {
+        url: receiver.url(),
+        events: ['user.created'],
+      });
+      expect(endpoint.status).toBe(201);
+      for (let i = 0; i < 3; i += 1) {
+        await createUser(t.url);
+      }
+      armed();
+      const log = await allSucceeded(admin, endpoint.body.data.id, 3);
+      expect(receiver.errors).toEqual([]);
+      expect(pauses).toBe(1);
+      expect(tally(receiver.seen, log)).toEqual({
+        events: 3,
+        requests: 3,
+        duplicates: 0,
+        attemptsNotMatchingRequests: 0,
+      });
+    }, 150_000);
   },
 );
