@@ -63,8 +63,9 @@ describe('webhooks: IPv6 transition and discard ranges are refused like private 
 
   it('refuses a 6to4 target at delivery (an endpoint stored before the rule): refused, never sent', async () => {
     const endpoint = await register();
+    // a path of its own: the registration cases look their URLs up in the table
     await stored(t, 'UPDATE webhook_endpoints SET url = ? WHERE id = ?', [
-      'https://[2002:7f00:1::1]/hook',
+      `https://[2002:7f00:1::1]/${unique('stored')}`,
       endpoint.id,
     ]);
     const ping = await admin.post(`/api/v1/webhooks/${endpoint.id}/ping`);
