@@ -217,7 +217,9 @@ describe.runIf(usingPostgres).each(ENGINES)(
     /** Polls for the app's backend that waits on a lock `holder` holds (the outcome's write). */
     async function blockedBy(holder: pg.Client): Promise<number> {
       const { rows: me } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      const deadline = Date.now() + 20_000;
+      // the events' faults come one after the other: each kills the batch the writer then retries,
+      // up to 2 s later once it failed a few times in a row
+      const deadline = Date.now() + 90_000;
       for (;;) {
         const { rows } = await db.query<{ pid: number }>(
           `SELECT pid FROM pg_stat_activity
