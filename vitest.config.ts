@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { availableParallelism, loadavg } from 'node:os';
 import { defineConfig, type ViteUserConfig } from 'vitest/config';
 import suites from './test/suites.json' with { type: 'json' };
 
@@ -25,13 +26,35 @@ const shared: ViteUserConfig = {
   },
 };
 
-const timeouts = { testTimeout: 30_000, hookTimeout: 60_000 };
+/**
+ * How much slower than on an idle machine tests may run here: 1 + the one-minute load average per
+ * core when the run starts (another build or test run, a busy neighbour), at most 4; the
+ * TEST_TIME_FACTOR variable sets it. The default time-outs are scaled by it, and so are the
+ * deadlines of tests that use `scaled()` (test/helpers/time.ts), which read it from the environment.
+ */
+function timeFactor(): number {
+  const given = Number(process.env.TEST_TIME_FACTOR);
+  if (given > 0) {
+    return given;
+  }
+  const [oneMinute = 0] = loadavg();
+  return Math.min(4, Math.round((1 + oneMinute / availableParallelism()) * 100) / 100);
+}
+const factor = timeFactor();
+process.env.TEST_TIME_FACTOR = String(factor);
+
+const timeouts = {
+  testTimeout: Math.round(30_000 * factor),
+  hookTimeout: Math.round(60_000 * factor),
+};
 
 export default defineConfig({
   ...shared,
   test: {
     // runs once per `vitest run` (in the main process), whichever projects are selected
     globalSetup: ['test/global-setup.ts'],
+    // `npm test` ends with the skipped suites and why (CI names its own reporters and lists them too)
+    reporters: ['default', './test/skipped-reporter.ts'],
     ...timeouts,
     projects: [
       {

@@ -18,6 +18,7 @@ import { adminClient, createUser, unique, type CreatedUser } from './helpers/fac
 import { FaultProxy } from './helpers/fault-proxy.js';
 import { client, request, type Client, type TestResponse } from './helpers/http.js';
 import { freePort } from './helpers/rate-limit.js';
+import { scaled } from './helpers/time.js';
 
 /**
  * The Idempotency-Key promise under faults (docs/idempotency.md, "Faults"): a keyed POST's change and
@@ -132,7 +133,7 @@ async function answerWriteSleeping(admin: pg.Client, schema: string): Promise<vo
  */
 async function retryUntilAnswered(
   send: () => Promise<TestResponse>,
-  deadlineMs = 20_000,
+  deadlineMs = scaled(20_000),
 ): Promise<{ res: TestResponse; tries: number }> {
   const deadline = Date.now() + deadlineMs;
   let tries = 0;
@@ -353,7 +354,7 @@ describe.skipIf(!usingPostgres)(
     // the built service, for the instance that is killed (compiled once per run: slow on a busy machine)
     beforeAll(() => {
       mainJs = join(serviceBuild(), 'main.js');
-    }, 240_000);
+    }, scaled(240_000));
 
     beforeAll(async () => {
       url = freshDatabaseUrl();
@@ -410,130 +411,138 @@ describe.skipIf(!usingPostgres)(
       expect(replay.body.data.id).toBe(res.body.data.id);
     });
 
-    it(`under connection cuts every 100-300 ms: every key of ${KEYS}, sent and retried on either instance, creates exactly one order`, async () => {
-      const before = await ordersOfUser();
-      const keys = Array.from({ length: KEYS }, (_, i) => ({ key: `churn-${i}-${unique()}` }));
-      let cuts = 0;
-      let running = true;
-      const cutter = (async () => {
-        while (running) {
-          await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
-          cuts += proxy.drop() > 0 ? 1 : 0;
-        }
-      })();
-      const onA = client(a.url, { bearer: user.token });
-      const answers = new Map<string, string>();
-      let tries = 0;
-      let queue = [...keys];
-      const workers = Array.from({ length: 8 }, async (_, w) => {
-        while (queue.length > 0) {
-          const [next] = queue.splice(0, 1);
-          if (!next) {
-            break;
-          }
-          let turn = w;
-          const { res, tries: n } = await retryUntilAnswered(() => {
-            turn += 1;
-            // most tries go through the instance whose connections are cut
-            const c = turn % 4 === 0 ? user.client : onA;
-            return c.post(`/api/v1/users/${user.id}/orders`, orderBody(next.key), {
-              headers: { 'Idempotency-Key': next.key },
-            });
-          }, 60_000);
-          tries += n;
-          if (process.env.FAULT_DEBUG) {
-            console.log(`${next.key}: ${n} tries`);
-          }
-          expect(res.status, res.text).toBe(201);
-          answers.set(next.key, res.body.data.id as string);
-        }
-      });
-      try {
-        await Promise.all(workers);
-      } finally {
-        running = false;
-        await cutter;
-        queue = [];
-      }
-      // every key once more on each instance: all replays of the one order each key made
-      for (const { key } of keys) {
-        for (const c of [onA, user.client]) {
-          const res = await c.post(`/api/v1/users/${user.id}/orders`, orderBody(key), {
-            headers: { 'Idempotency-Key': key },
-          });
-          expect(res.headers.get('idempotent-replayed'), res.text).toBe('true');
-          expect(res.body.data.id).toBe(answers.get(key));
-        }
-      }
-      const created = (await ordersOfUser()) - before;
-      console.log(
-        `Idempotency-Key churn: ${keys.length} keys, ${tries} tries, ${cuts} connection cuts, ` +
-          `${created} orders created, ${created - keys.length} duplicates`,
-      );
-      expect(cuts).toBeGreaterThan(5);
-      expect(tries).toBeGreaterThan(keys.length); // the cuts did hit requests
-      expect(created).toBe(keys.length);
-    }, 120_000);
-
-    it('SIGKILL of the instance writing a keyed answer: the retry on another instance runs as soon as the transaction is gone (seconds, not the old 60 s lock) and creates exactly one order', async () => {
-      const port = await freePort();
-      const child: ChildProcess = spawn(process.execPath, [mainJs], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          NODE_ENV: 'test',
-          PORT: String(port),
-          PUBLIC_URL,
-          DATABASE_URL: url,
-          ADMIN_EMAIL,
-          ADMIN_PASSWORD,
-          LOG_LEVEL: 'silent',
-          PASSWORD_HASH_PROFILE: 'test',
-          RATE_LIMIT: '1000000',
-        },
-        stdio: 'ignore',
-      });
-      const exited = new Promise((resolve) => child.on('exit', resolve));
-      try {
-        const base = `http://127.0.0.1:${port}`;
-        const deadline = Date.now() + 60_000;
-        while ((await fetch(`${base}/health/ready`).catch(() => null))?.status !== 200) {
-          if (Date.now() > deadline) {
-            throw new Error('the child instance did not become ready');
-          }
-          await new Promise((r) => setTimeout(r, 200));
-        }
+    it(
+      `under connection cuts every 100-300 ms: every key of ${KEYS}, sent and retried on either instance, creates exactly one order`,
+      async () => {
         const before = await ordersOfUser();
-        await slowNextAnswer(sql, 3);
-        const key = unique('kill-');
-        const sku = unique('sku-');
-        const onChild = client(base, { basic: [user.email, user.password] });
-        const pending = onChild
-          .post(`/api/v1/users/${user.id}/orders`, orderBody(sku), {
-            headers: { 'Idempotency-Key': key },
-          })
-          .catch(() => null);
-        await answerWriteSleeping(admin, schema);
-        child.kill('SIGKILL');
-        await exited;
-        expect(await pending).toBeNull(); // the client lost its answer
-        const started = Date.now();
-        const { res } = await retryUntilAnswered(
-          () =>
-            user.client.post(`/api/v1/users/${user.id}/orders`, orderBody(sku), {
+        const keys = Array.from({ length: KEYS }, (_, i) => ({ key: `churn-${i}-${unique()}` }));
+        let cuts = 0;
+        let running = true;
+        const cutter = (async () => {
+          while (running) {
+            await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+            cuts += proxy.drop() > 0 ? 1 : 0;
+          }
+        })();
+        const onA = client(a.url, { bearer: user.token });
+        const answers = new Map<string, string>();
+        let tries = 0;
+        let queue = [...keys];
+        const workers = Array.from({ length: 8 }, async (_, w) => {
+          while (queue.length > 0) {
+            const [next] = queue.splice(0, 1);
+            if (!next) {
+              break;
+            }
+            let turn = w;
+            const { res, tries: n } = await retryUntilAnswered(() => {
+              turn += 1;
+              // most tries go through the instance whose connections are cut
+              const c = turn % 4 === 0 ? user.client : onA;
+              return c.post(`/api/v1/users/${user.id}/orders`, orderBody(next.key), {
+                headers: { 'Idempotency-Key': next.key },
+              });
+            }, scaled(60_000));
+            tries += n;
+            if (process.env.FAULT_DEBUG) {
+              console.log(`${next.key}: ${n} tries`);
+            }
+            expect(res.status, res.text).toBe(201);
+            answers.set(next.key, res.body.data.id as string);
+          }
+        });
+        try {
+          await Promise.all(workers);
+        } finally {
+          running = false;
+          await cutter;
+          queue = [];
+        }
+        // every key once more on each instance: all replays of the one order each key made
+        for (const { key } of keys) {
+          for (const c of [onA, user.client]) {
+            const res = await c.post(`/api/v1/users/${user.id}/orders`, orderBody(key), {
               headers: { 'Idempotency-Key': key },
-            }),
-          15_000,
+            });
+            expect(res.headers.get('idempotent-replayed'), res.text).toBe('true');
+            expect(res.body.data.id).toBe(answers.get(key));
+          }
+        }
+        const created = (await ordersOfUser()) - before;
+        console.log(
+          `Idempotency-Key churn: ${keys.length} keys, ${tries} tries, ${cuts} connection cuts, ` +
+            `${created} orders created, ${created - keys.length} duplicates`,
         );
-        const waited = Date.now() - started;
-        expect(res.status, res.text).toBe(201);
-        expect(res.headers.get('idempotent-replayed')).toBeNull();
-        expect(waited).toBeLessThan(10_000);
-        expect(await ordersOfUser()).toBe(before + 1);
-      } finally {
-        child.kill('SIGKILL');
-        await sql.run(`DROP TRIGGER IF EXISTS fault_slow_answer ON idempotency_keys`);
-      }
-    }, 120_000);
+        expect(cuts).toBeGreaterThan(5);
+        expect(tries).toBeGreaterThan(keys.length); // the cuts did hit requests
+        expect(created).toBe(keys.length);
+      },
+      scaled(120_000),
+    );
+
+    it(
+      'SIGKILL of the instance writing a keyed answer: the retry on another instance runs as soon as the transaction is gone (seconds, not the old 60 s lock) and creates exactly one order',
+      async () => {
+        const port = await freePort();
+        const child: ChildProcess = spawn(process.execPath, [mainJs], {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH ?? '',
+            NODE_ENV: 'test',
+            PORT: String(port),
+            PUBLIC_URL,
+            DATABASE_URL: url,
+            ADMIN_EMAIL,
+            ADMIN_PASSWORD,
+            LOG_LEVEL: 'silent',
+            PASSWORD_HASH_PROFILE: 'test',
+            RATE_LIMIT: '1000000',
+          },
+          stdio: 'ignore',
+        });
+        const exited = new Promise((resolve) => child.on('exit', resolve));
+        try {
+          const base = `http://127.0.0.1:${port}`;
+          const deadline = Date.now() + 60_000;
+          while ((await fetch(`${base}/health/ready`).catch(() => null))?.status !== 200) {
+            if (Date.now() > deadline) {
+              throw new Error('the child instance did not become ready');
+            }
+            await new Promise((r) => setTimeout(r, 200));
+          }
+          const before = await ordersOfUser();
+          await slowNextAnswer(sql, 3);
+          const key = unique('kill-');
+          const sku = unique('sku-');
+          const onChild = client(base, { basic: [user.email, user.password] });
+          const pending = onChild
+            .post(`/api/v1/users/${user.id}/orders`, orderBody(sku), {
+              headers: { 'Idempotency-Key': key },
+            })
+            .catch(() => null);
+          await answerWriteSleeping(admin, schema);
+          child.kill('SIGKILL');
+          await exited;
+          expect(await pending).toBeNull(); // the client lost its answer
+          const started = Date.now();
+          const { res } = await retryUntilAnswered(
+            () =>
+              user.client.post(`/api/v1/users/${user.id}/orders`, orderBody(sku), {
+                headers: { 'Idempotency-Key': key },
+              }),
+            scaled(15_000),
+          );
+          const waited = Date.now() - started;
+          expect(res.status, res.text).toBe(201);
+          expect(res.headers.get('idempotent-replayed')).toBeNull();
+          expect(waited).toBeLessThan(10_000);
+          expect(await ordersOfUser()).toBe(before + 1);
+        } finally {
+          child.kill('SIGKILL');
+          await sql.run(`DROP TRIGGER IF EXISTS fault_slow_answer ON idempotency_keys`);
+        }
+      },
+      scaled(120_000),
+    );
   },
 );

@@ -55,6 +55,9 @@ function leftOver(schema: string): boolean {
 
 /** On PostgreSQL, drop the per-suite schemas earlier runs left behind (each suite makes its own). */
 export default async function setup(): Promise<() => void> {
+  console.log(
+    `Time-outs scaled by ${process.env.TEST_TIME_FACTOR ?? 1} (1 + load per core at the start; TEST_TIME_FACTOR sets it)`,
+  );
   const statsFile = openApiStatsFile();
   const builds = buildRoot();
   const teardown = () => {

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
-import { browserTestsRun, LAN_NAME, launchChromium } from './helpers/chromium.js';
+import {
+  browserSkipReason,
+  browserTestsRun,
+  LAN_NAME,
+  launchChromium,
+} from './helpers/chromium.js';
 import { createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 import { listening } from './subscriptions-helpers.js';
@@ -77,7 +82,7 @@ describe('the GraphQL page over HTTP', () => {
 
 // CI installs Chromium (.ci/run): there a missing browser fails the suite instead of skipping it
 describe.skipIf(!browserTestsRun)(
-  'the GraphQL page in headless Chromium with no network but the app',
+  `the GraphQL page in headless Chromium with no network but the app${browserSkipReason}`,
   () => {
     let t: TestApp;
     let user: CreatedUser;
@@ -153,7 +158,7 @@ describe.skipIf(!browserTestsRun)(
 /** A host name that is not loopback (no secure-context exemption): mapped to the app by Chromium. */
 
 describe.skipIf(!browserTestsRun)(
-  'GraphiQL subscriptions in headless Chromium, from whatever address the page was opened at',
+  `GraphiQL subscriptions in headless Chromium, from whatever address the page was opened at${browserSkipReason}`,
   () => {
     let t: TestApp;
     let user: CreatedUser;

@@ -141,52 +141,55 @@ describe('Redis down at boot', () => {
   });
 });
 
-describe.skipIf(!usingRedis)('readiness follows Redis (through a proxy the test controls)', () => {
-  let proxy: RedisProxy;
-  let t: TestApp;
+describe.skipIf(!usingRedis)(
+  `readiness follows Redis (through a proxy the test controls)${usingRedis ? '' : ' (skipped: REDIS_URL is not set)'}`,
+  () => {
+    let proxy: RedisProxy;
+    let t: TestApp;
 
-  beforeAll(async () => {
-    const target = new URL(process.env.REDIS_URL!);
-    proxy = new RedisProxy(target);
-    await proxy.start();
-    const via = new URL(target);
-    via.hostname = '127.0.0.1';
-    via.port = String(proxy.port);
-    t = await startApp({ REDIS_URL: via.toString(), REDIS_COMMAND_TIMEOUT_MS: '100' });
-  });
-  afterAll(async () => {
-    await t?.close();
-    await proxy.cut();
-  });
-
-  it('is up, down while Redis does not answer, down while it is gone, up when it is back', async () => {
-    expect(await ready(t)).toEqual({ status: 200, database: 'up', redis: 'up' });
-
-    proxy.frozen = true; // connected, but no answers (a hung Redis)
-    expect(await ready(t)).toEqual({ status: 503, database: 'up', redis: 'down' });
-    proxy.frozen = false;
-    await proxy.cut();
-    const gone = performance.now();
-    expect(await ready(t)).toEqual({ status: 503, database: 'up', redis: 'down' });
-    expect(performance.now() - gone).toBeLessThan(1_500); // answered without waiting out retries
-
-    await proxy.start(proxy.port);
-    expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
-  });
-
-  it("is down when the application's own clients lost Redis, even if its PING still answers", async () => {
-    expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
-    // the probe keeps its connection; the rate limiter's and the event bus's are dropped and cannot
-    // come back
-    proxy.keepOnly('atrium-health');
-    expect((await readyUntil(t, 'down', 3_000)).redis).toBe('down');
-    const res = await request(t.url, '/health/ready');
-    expect(res.status).toBe(503);
-    expect(res.body.details.redis).toEqual({
-      status: 'down',
-      message: expect.stringMatching(/^not connected: .*atrium-rate-limit/),
+    beforeAll(async () => {
+      const target = new URL(process.env.REDIS_URL!);
+      proxy = new RedisProxy(target);
+      await proxy.start();
+      const via = new URL(target);
+      via.hostname = '127.0.0.1';
+      via.port = String(proxy.port);
+      t = await startApp({ REDIS_URL: via.toString(), REDIS_COMMAND_TIMEOUT_MS: '100' });
     });
-    proxy.refuseNew = false;
-    expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
-  });
-});
+    afterAll(async () => {
+      await t?.close();
+      await proxy.cut();
+    });
+
+    it('is up, down while Redis does not answer, down while it is gone, up when it is back', async () => {
+      expect(await ready(t)).toEqual({ status: 200, database: 'up', redis: 'up' });
+
+      proxy.frozen = true; // connected, but no answers (a hung Redis)
+      expect(await ready(t)).toEqual({ status: 503, database: 'up', redis: 'down' });
+      proxy.frozen = false;
+      await proxy.cut();
+      const gone = performance.now();
+      expect(await ready(t)).toEqual({ status: 503, database: 'up', redis: 'down' });
+      expect(performance.now() - gone).toBeLessThan(1_500); // answered without waiting out retries
+
+      await proxy.start(proxy.port);
+      expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
+    });
+
+    it("is down when the application's own clients lost Redis, even if its PING still answers", async () => {
+      expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
+      // the probe keeps its connection; the rate limiter's and the event bus's are dropped and cannot
+      // come back
+      proxy.keepOnly('atrium-health');
+      expect((await readyUntil(t, 'down', 3_000)).redis).toBe('down');
+      const res = await request(t.url, '/health/ready');
+      expect(res.status).toBe(503);
+      expect(res.body.details.redis).toEqual({
+        status: 'down',
+        message: expect.stringMatching(/^not connected: .*atrium-rate-limit/),
+      });
+      proxy.refuseNew = false;
+      expect(await readyUntil(t, 'up')).toEqual({ status: 200, database: 'up', redis: 'up' });
+    });
+  },
+);

@@ -152,32 +152,38 @@ describe('/oauth/token limits', () => {
   });
 });
 
-describe.skipIf(!usingRedis)('the per-client token budget across two instances (Redis)', () => {
-  let pair: { a: TestApp; b: TestApp; close(): Promise<void> };
+describe.skipIf(!usingRedis)(
+  `the per-client token budget across two instances (Redis)${usingRedis ? '' : ' (skipped: REDIS_URL is not set)'}`,
+  () => {
+    let pair: { a: TestApp; b: TestApp; close(): Promise<void> };
 
-  beforeAll(async () => {
-    pair = await startPair({ OAUTH_TOKEN_RATE_LIMIT: '6', AUTH_RATE_LIMIT: '2' });
-  });
-  afterAll(() => pair?.close());
+    beforeAll(async () => {
+      pair = await startPair({ OAUTH_TOKEN_RATE_LIMIT: '6', AUTH_RATE_LIMIT: '2' });
+    });
+    afterAll(() => pair?.close());
 
-  it('is one budget whichever instance answers; never the address credential bucket', async () => {
-    const partner = await registerClient(await adminClient(pair.a.url));
-    const user = await createUser(pair.a.url);
-    let { refresh_token } = await offlineTokens(pair.a.url, partner, user);
-    // the exchange above was 1 of 6; 5 refreshes alternate between the instances
-    for (let i = 0; i < 5; i++) {
-      const base = i % 2 ? pair.a.url : pair.b.url;
-      const res = await tokenRequest(base, partner, { grant_type: 'refresh_token', refresh_token });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      refresh_token = res.body.refresh_token;
-    }
-    for (const base of [pair.a.url, pair.b.url]) {
-      const refused = await tokenRequest(base, partner, {
-        grant_type: 'refresh_token',
-        refresh_token,
-      });
-      expect(refused.status).toBe(429);
-      expect(refused.body.error).toBe('rate_limited');
-    }
-  });
-});
+    it('is one budget whichever instance answers; never the address credential bucket', async () => {
+      const partner = await registerClient(await adminClient(pair.a.url));
+      const user = await createUser(pair.a.url);
+      let { refresh_token } = await offlineTokens(pair.a.url, partner, user);
+      // the exchange above was 1 of 6; 5 refreshes alternate between the instances
+      for (let i = 0; i < 5; i++) {
+        const base = i % 2 ? pair.a.url : pair.b.url;
+        const res = await tokenRequest(base, partner, {
+          grant_type: 'refresh_token',
+          refresh_token,
+        });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        refresh_token = res.body.refresh_token;
+      }
+      for (const base of [pair.a.url, pair.b.url]) {
+        const refused = await tokenRequest(base, partner, {
+          grant_type: 'refresh_token',
+          refresh_token,
+        });
+        expect(refused.status).toBe(429);
+        expect(refused.body.error).toBe('rate_limited');
+      }
+    });
+  },
+);

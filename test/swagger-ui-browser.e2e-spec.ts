@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_URL, startApp, type TestApp } from './helpers/app.js';
-import { browserTestsRun, LAN_NAME, launchChromium } from './helpers/chromium.js';
+import {
+  browserSkipReason,
+  browserTestsRun,
+  LAN_NAME,
+  launchChromium,
+} from './helpers/chromium.js';
 import { createUser, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 
@@ -55,7 +60,7 @@ describe('Swagger UI over HTTP', () => {
 
 // CI installs Chromium (.ci/run): there a missing browser fails the suite instead of skipping it
 describe.skipIf(!browserTestsRun)(
-  'Swagger UI in headless Chromium, from whatever address it is opened at',
+  `Swagger UI in headless Chromium, from whatever address it is opened at${browserSkipReason}`,
   () => {
     let t: TestApp;
     let user: CreatedUser;

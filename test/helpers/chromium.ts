@@ -10,6 +10,11 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  */
 export const browserTestsRun = existsSync(CHROMIUM) || Boolean(process.env.CI);
 
+/** Appended to a browser suite's title: why it is skipped here, when it is. */
+export const browserSkipReason = browserTestsRun
+  ? ''
+  : ` (skipped: no Chromium at ${CHROMIUM}; \`apt-get install -y chromium\`, CI installs it)`;
+
 /**
  * Headless, without the sandbox (tests run as root) and without Chromium's background network
  * (this machine's closed network refuses it, many connections at a time).
