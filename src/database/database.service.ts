@@ -1,45 +1,17 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import {
-  DataSource,
-  EntityManager,
-  QueryFailedError,
-  type AfterQueryEvent,
-  type BeforeQueryEvent,
-  type EntitySubscriberInterface,
-  type QueryRunner,
-} from 'typeorm';
+import { DataSource, EntityManager, QueryFailedError, type QueryRunner } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
 import { typeormPgPool, typeormSqliteConnection } from '../common/library-internals.js';
 import { StorageRelease } from '../common/storage-release.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
 import { rowObjects } from './sqlite-rows.js';
+import { SqliteStatementCache, type SqliteConnection } from './sqlite-statements.js';
+import { queryTimer } from './query-timer.js';
 
 type AfterCommit = () => void | Promise<void>;
-
-/** The part of a better-sqlite3 statement this service uses. */
-interface SqliteStatement {
-  readonly reader: boolean;
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): unknown;
-  raw(toggle: boolean): SqliteStatement;
-  columns(): { name: string }[];
-}
-
-/**
- * A prepared statement of the cache. A reader runs in better-sqlite3's raw mode, its rows made
- * objects by `rowObjects` (cheaper than better-sqlite3's own, `sqlite-rows.ts`).
- */
-interface CachedStatement {
-  statement: SqliteStatement;
-  /** A reader's column names, in order; undefined for a statement that returns no rows. */
-  columns: string[] | undefined;
-}
-
-/** Distinct SQL texts kept prepared (the oldest is dropped beyond this). */
-const STATEMENT_CACHE_SIZE = 500;
 
 export interface TxContext {
   manager: EntityManager;
@@ -86,9 +58,6 @@ interface HeldTransaction {
 /** A statement that only reads (the dry-run guard of `query`). */
 const READ_ONLY = /^\s*(SELECT|WITH|VALUES|SHOW|EXPLAIN)\b/i;
 
-/** When the statement now running on a query runner started (performance.now()). */
-const STARTED = Symbol('statementStarted');
-
 /** The part of pg's Pool the pool gauges read. */
 interface PgPool {
   totalCount: number;
@@ -122,7 +91,7 @@ export class DatabaseService {
   /** SQLite: statements from outside any transaction that are running through TypeORM's runner. */
   private outsideInFlight = 0;
   private outsideDrained: (() => void) | null = null;
-  private readonly statements = new Map<string, CachedStatement>();
+  private statements: SqliteStatementCache | undefined;
   /** SQLite: transactions queued behind the open one, and statements waiting for it to close. */
   private txQueued = 0;
   private statementsWaiting = 0;
@@ -156,18 +125,7 @@ export class DatabaseService {
    * before/after-query events (the SQLite fast path in `query` times itself), and the pool gauges.
    */
   private instrument(metrics: MetricsService): void {
-    const timer: EntitySubscriberInterface = {
-      beforeQuery(event: BeforeQueryEvent) {
-        (event.queryRunner as QueryRunner & { [STARTED]?: number })[STARTED] = performance.now();
-      },
-      afterQuery(event: AfterQueryEvent) {
-        const started = (event.queryRunner as QueryRunner & { [STARTED]?: number })[STARTED];
-        if (started !== undefined) {
-          metrics.recordQuery((performance.now() - started) / 1000, event.success);
-        }
-      },
-    };
-    this.dataSource.subscribers.push(timer);
+    this.dataSource.subscribers.push(queryTimer(metrics));
     metrics.setPoolReader(() => this.poolUsage());
   }
 
@@ -276,7 +234,10 @@ export class DatabaseService {
     this.dataSource.logger.logQuery(sql, values);
     const started = performance.now();
     try {
-      const { statement, columns } = this.statement(sql);
+      this.statements ??= new SqliteStatementCache(
+        typeormSqliteConnection<SqliteConnection>(this.dataSource.driver),
+      );
+      const { statement, columns } = this.statements.get(sql);
       let rows: T[] = [];
       if (columns !== undefined) {
         rows = rowObjects(statement.all(...values), columns) as T[];
@@ -289,24 +250,6 @@ export class DatabaseService {
       this.metrics?.recordQuery((performance.now() - started) / 1000, false);
       throw new QueryFailedError(sql, values, err as Error);
     }
-  }
-
-  private statement(sql: string): CachedStatement {
-    let cached = this.statements.get(sql);
-    if (!cached) {
-      const connection = typeormSqliteConnection<{ prepare(sql: string): SqliteStatement }>(
-        this.dataSource.driver,
-      );
-      const statement = connection.prepare(sql);
-      cached = statement.reader
-        ? { statement: statement.raw(true), columns: statement.columns().map((c) => c.name) }
-        : { statement, columns: undefined };
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) {
-        this.statements.delete(this.statements.keys().next().value as string);
-      }
-      this.statements.set(sql, cached);
-    }
-    return cached;
   }
 
   /**
