@@ -4,6 +4,7 @@ import { PUB_SUB, TOPICS } from '../src/events/events.service.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
 import { startPair, usingPostgres, usingRedis, type TestApp } from './helpers/app.js';
 import { createUser, type CreatedUser } from './helpers/factories.js';
+import { client } from './helpers/http.js';
 import {
   privateRedisTestsRun,
   startPrivateRedis,
@@ -147,5 +148,73 @@ describe.skipIf(!usingRedis || !usingPostgres || !privateRedisTestsRun)(
       expect(await droppedMessages(pair.a)).toBe(0);
       expect(await droppedMessages(pair.b)).toBe(0);
     }, 60_000);
+
+    it('past 1,000 messages lost in one room, gives messageAdded and newMessage subscribers RESYNC_REQUIRED instead of a silent gap (and ends messageAdded(after:)), counts them as dropped, and goes on live', async () => {
+      const roomId = await newRoom(sender);
+      const cursor = await send(roomId, 'seen');
+      const plain = subscribe<Added>(
+        socket,
+        'subscription($r: ID!) { messageAdded(roomId: $r) { content } }',
+        { r: roomId },
+      );
+      const resumed = subscribe<Added>(
+        socket,
+        'subscription($r: ID!, $a: String) { messageAdded(roomId: $r, after: $a) { content } }',
+        { r: roomId, a: cursor },
+      );
+      const everything = subscribe<Any>(
+        socket,
+        'subscription { newMessage { content room { id } } }',
+      );
+      await listening(pair.a, TOPICS.messageAdded(roomId), 2);
+      await listening(pair.a, TOPICS.newMessage, 1);
+      await send(roomId, 'live');
+      await until(
+        () =>
+          [plain, resumed].every((s) => s.events.length === 1) &&
+          everything.events.some((e) => e.newMessage.content === 'live'),
+        10_000,
+      );
+      const droppedBefore = await droppedMessages(pair.a);
+
+      await redis.kill();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next < 1_001) {
+            next += 1;
+            const res = await client(pair.b.url, { bearer: sender.token }).post(
+              `/api/v1/rooms/${roomId}/messages`,
+              { content: `lost ${next}` },
+            );
+            expect(res.status).toBe(201);
+          }
+        }),
+      );
+      await redis.start();
+      await until(
+        () => busReady(pair.a) && busReady(pair.b),
+        15_000,
+        () => 'bus connections',
+      );
+      await send(roomId, 'after');
+      await until(
+        () =>
+          plain.events.some((e) => e.messageAdded.content === 'after') &&
+          everything.events.some((e) => e.newMessage.content === 'after') &&
+          resumed.completed,
+        20_000,
+      );
+
+      // each `next` with errors is one entry (its errors)
+      const codes = (errors: unknown[]) =>
+        (errors as { extensions?: { code?: string } }[][]).flat().map((e) => e.extensions?.code);
+      expect(plain.events.map((e) => e.messageAdded.content)).toEqual(['live', 'after']);
+      expect(codes(plain.errors)).toEqual(['RESYNC_REQUIRED']);
+      expect(codes(everything.errors)).toEqual(['RESYNC_REQUIRED']);
+      expect(resumed.events.map((e) => e.messageAdded.content)).toEqual(['live']);
+      expect(codes(resumed.errors)).toEqual(['RESYNC_REQUIRED']);
+      expect((await droppedMessages(pair.a)) - droppedBefore).toBe(1_001);
+    }, 180_000);
   },
 );
