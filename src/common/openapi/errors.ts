@@ -66,9 +66,7 @@ function envelope(codes: readonly ErrorCode[], example: ErrorCode, message: stri
 }
 
 /** Every status an `/api/v1` route may answer with an error envelope. */
-const ERROR_STATUSES = [
-  400, 401, 403, 404, 406, 409, 412, 413, 414, 415, 422, 429, 500, 503,
-];
+const ERROR_STATUSES = [400, 401, 403, 404, 406, 409, 412, 413, 414, 415, 422, 429, 500, 503];
 
 /** `components.schemas` of the envelope: `ErrorDetail` and one envelope per status. */
 export function errorSchemas(): Record<string, SchemaObject> {
