@@ -110,7 +110,7 @@ describe.skipIf(!usingRedis)(
       await proxy?.cut();
     });
 
-    it('keeps serving during an outage (events are lost, not queued) and resubscribes after it', async () => {
+    it('keeps serving during an outage (the message sent meanwhile is delivered at most once, in order) and resubscribes after it', async () => {
       const { room, sub } = await roomSubscription(t, user, socket, 'outage-');
       const send = (content: string) =>
         user.client.post(`/api/v1/rooms/${room}/messages`, { content });
