@@ -90,8 +90,3 @@ export type Change =
     }
   /** The service turned an endpoint off (410 Gone, or failing too long). */
   | { type: 'webhook.disabled'; endpointId: string; reason: string; actor: 'system' };
-
-export type ChangeType = Change['type'];
-
-/** The change of one type. */
-export type ChangeOf<T extends ChangeType> = Extract<Change, { type: T }>;
