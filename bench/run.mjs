@@ -5,6 +5,7 @@
 //        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
 //        npm run bench -- --instructions [--compare <checkout>]   (instructions per request: bench/instructions.mjs)
 //        npm run bench -- --webhooks   (10,000 events to 10 endpoints, one failing half the time: bench/webhooks.mjs)
+//        npm run bench -- --replay-flood   (USERs replaying messageAdded(after:) at the default caps: bench/replay-flood.mjs)
 // Environment:
 //   BENCH_DURATION      seconds per scenario (default 10)
 //   BENCH_WARMUP        seconds of discarded warm-up load per scenario (default 2; 0 = none)
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     scale: { type: 'boolean', default: false },
     abuse: { type: 'boolean', default: false },
     webhooks: { type: 'boolean', default: false },
+    'replay-flood': { type: 'boolean', default: false },
     instructions: { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
@@ -80,6 +82,12 @@ if (args.webhooks) {
   const { runWebhooks } = await import('./webhooks.mjs');
   await runWebhooks();
   process.exit(0);
+}
+
+// `--replay-flood`: RSS and another user's latency while USERs replay messageAdded(after:) (bench/replay-flood.mjs)
+if (args['replay-flood']) {
+  const { runReplayFlood } = await import('./replay-flood.mjs');
+  process.exit((await runReplayFlood()) ? 0 : 1);
 }
 
 // `--scale`: list latency at 1k/100k/1M rows instead of the load scenarios (bench/scale.mjs)
