@@ -83,6 +83,19 @@ export default defineConfig({
       {
         ...shared,
         test: {
+          // the application's modules and a real database without a transport: services called
+          // directly with a caller of each role (test/helpers/service.ts), for rules the e2e tests
+          // reach only through HTTP
+          name: 'service',
+          include: ['test/service/**/*.service-spec.ts'],
+          pool: 'forks',
+          isolate: false,
+          ...timeouts,
+        },
+      },
+      {
+        ...shared,
+        test: {
           name: 'system',
           include: SYSTEM_FILES,
           pool: 'forks',
