@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Role } from '../../src/identity/role.js';
+import { OrdersService } from '../../src/orders/orders.service.js';
+import { LAST_ADMIN_MESSAGE } from '../../src/users/admin-rules.service.js';
+import { UserAccountsService } from '../../src/users/user-accounts.service.js';
+import { UsersService } from '../../src/users/users.service.js';
+import {
+  bootstrapAdmin,
+  newUser,
+  startServiceContext,
+  type ServiceContext,
+} from '../helpers/service.js';
+
+/**
+ * The last-ADMIN rule (docs/contract.md, "The last ADMIN") through UserAccountsService, on a database
+ * of its own: the rule depends on how many administrators exist, so nothing else runs on it.
+ */
+describe('service: the last ADMIN', () => {
+  let s: ServiceContext;
+
+  beforeAll(async () => {
+    s = await startServiceContext();
+  });
+  afterAll(() => s?.close());
+
+  it('the only ADMIN can be neither deleted nor demoted; with a second ADMIN either may go, not both', async () => {
+    const accounts = s.ctx.get(UserAccountsService);
+    const users = s.ctx.get(UsersService);
+    const first = await bootstrapAdmin(s);
+    const refused = { code: 'conflict', message: LAST_ADMIN_MESSAGE };
+    await expect(accounts.remove(first, first.userId)).rejects.toMatchObject(refused);
+    await expect(accounts.update(first, first.userId, { role: Role.USER })).rejects.toMatchObject(
+      refused,
+    );
+    expect((await users.get(first, first.userId)).role).toBe(Role.ADMIN);
+
+    const { caller: second } = await newUser(s, first, Role.ADMIN);
+    const demoted = await accounts.update(second, first.userId, { role: Role.USER });
+    expect(demoted.role).toBe(Role.USER);
+    // the second is now the only one
+    await expect(accounts.remove(second, second.userId)).rejects.toMatchObject(refused);
+    await expect(
+      accounts.update(second, second.userId, { role: Role.GUEST }),
+    ).rejects.toMatchObject(refused);
+    expect((await users.get(second, second.userId)).role).toBe(Role.ADMIN);
+    // with another ADMIN again, the second may delete itself
+    await accounts.update(second, first.userId, { role: Role.ADMIN });
+    expect(await accounts.remove(second, second.userId)).toMatchObject({ id: second.userId });
+    const admins = await users.list(first, { role: Role.ADMIN });
+    expect(admins.data.map((u) => u.id)).toEqual([first.userId]);
+  });
+});
+
+/**
+ * List query parsing (docs/lists.md) through the services' list methods: every wrong parameter is
+ * named in one bad_request, and nothing is read. test/query-params.e2e-spec.ts checks the same through
+ * HTTP, where the transport's own checks answer first.
+ */
+describe('service: list query parameters', () => {
+  let s: ServiceContext;
+
+  beforeAll(async () => {
+    s = await startServiceContext();
+  });
+  afterAll(() => s?.close());
+
+  const fields = (err: unknown) =>
+    ((err as { details?: { field?: string }[] }).details ?? []).map((d) => d.field);
+
+  it('a users list names every invalid parameter at once: page, limit, sort, role', async () => {
+    const users = s.ctx.get(UsersService);
+    const admin = await bootstrapAdmin(s);
+    const err = await users
+      .list(admin, { page: '0', limit: '101', sort: 'email', role: 'ROOT' })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(err).toMatchObject({ code: 'bad_request', message: 'Invalid query parameters' });
+    expect(fields(err).sort()).toEqual(['limit', 'page', 'role', 'sort']);
+    for (const query of [{ sort: 'name,-name' }, { sort: '' }, { page: '1.5' }, { limit: 'ten' }]) {
+      await expect(users.list(admin, query), JSON.stringify(query)).rejects.toMatchObject({
+        code: 'bad_request',
+      });
+    }
+    // the same parameters, well-formed, are a page
+    const page = await users.list(admin, { page: '1', limit: '100', sort: '-name', role: 'ADMIN' });
+    expect(page.data.every((u) => u.role === Role.ADMIN)).toBe(true);
+  });
+
+  it('a page deeper than the offset limit is refused and points at the cursor; a cursor must look like one', async () => {
+    const users = s.ctx.get(UsersService);
+    const admin = await bootstrapAdmin(s);
+    await expect(users.list(admin, { page: '101', limit: '100' })).rejects.toMatchObject({
+      code: 'bad_request',
+      details: [{ field: 'page', message: expect.stringContaining('Link rel="next"') }],
+    });
+    await expect(users.list(admin, { page: '100', limit: '100' })).resolves.toMatchObject({
+      data: [],
+    });
+    await expect(users.list(admin, { cursor: 'not a cursor!' })).rejects.toMatchObject({
+      code: 'bad_request',
+      details: [{ field: 'cursor' }],
+    });
+  });
+
+  it("an orders list refuses an unknown status and sort, after the caller's rights", async () => {
+    const orders = s.ctx.get(OrdersService);
+    const admin = await bootstrapAdmin(s);
+    const { caller: owner } = await newUser(s, admin, Role.USER);
+    const { caller: other } = await newUser(s, admin, Role.USER);
+    await expect(
+      orders.listForUser(owner, owner.userId, { status: 'lost', sort: 'total' }),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      details: [{ field: 'sort' }, { field: 'status' }],
+    });
+    // rights first: another user's list is forbidden whatever the parameters
+    await expect(orders.listForUser(other, owner.userId, { status: 'lost' })).rejects.toMatchObject(
+      { code: 'forbidden' },
+    );
+    await expect(
+      orders.listForUser(owner, owner.userId, { status: 'pending', sort: '-created_at' }),
+    ).resolves.toMatchObject({ data: [] });
+  });
+});
