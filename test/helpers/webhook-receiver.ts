@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Client } from './http.js';
+import { waitFor } from './wait.js';
 
 /** One request a receiver got. */
 export interface ReceivedWebhook {
@@ -71,23 +73,18 @@ export class WebhookReceiver {
     return this.received.filter((r) => r.path === path);
   }
 
-  /** Waits until `predicate` holds for the requests received so far. */
+  /** Waits until `predicate` holds for the requests received so far (deadline scaled). */
   async waitFor(
     predicate: (received: ReceivedWebhook[]) => boolean,
     timeoutMs = 10_000,
   ): Promise<ReceivedWebhook[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (!predicate(this.received)) {
-      if (Date.now() > deadline) {
-        throw new Error(
-          `receiver: condition not met within ${timeoutMs} ms; got ${JSON.stringify(
-            this.received.map((r) => [r.path, r.json?.type]),
-          )}`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return this.received;
+    return waitFor(() => predicate(this.received) && this.received, {
+      timeoutMs,
+      what: () =>
+        `receiver: condition; got ${JSON.stringify(
+          this.received.map((r) => [r.path, r.json?.type]),
+        )}`,
+    });
   }
 
   async close(): Promise<void> {
@@ -99,17 +96,37 @@ export class WebhookReceiver {
   }
 }
 
-/** Polls `fn` until it returns a truthy value. */
+/** Polls `fn` until it returns a truthy value (deadline scaled). */
 export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) {
-      return value;
-    }
-    if (Date.now() > deadline) {
-      throw new Error('condition not met in time');
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return waitFor(fn, { timeoutMs, intervalMs: 50 });
+}
+
+/** One row of an endpoint's delivery log (GET /webhooks/{id}/deliveries). */
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  [k: string]: unknown;
+}
+
+/**
+ * The delivery log of an endpoint once no row is pending (every attempt made and its outcome
+ * written). What a test that asserts that something was NOT delivered waits for, after a sentinel:
+ * an event committed after the forbidden ones has been seen to be fanned out (its delivery arrived,
+ * on this endpoint or another). The fan-out takes undispatched events in commit (created_at) order
+ * and writes the delivery rows of all endpoints in one transaction, and every attempt is claimed on
+ * its row before it is sent; so by then a forbidden event has a row in this log if it was due at all,
+ * and every row was sent as many times as its `attempts` say.
+ */
+export async function settledDeliveries(admin: Client, endpointId: string): Promise<DeliveryRow[]> {
+  return waitFor(
+    async () => {
+      const res = await admin.get(`/api/v1/webhooks/${endpointId}/deliveries?limit=100`);
+      const rows = res.body.data as DeliveryRow[];
+      return rows.every((d) => d.status !== 'pending') && rows;
+    },
+    { intervalMs: 50, what: `the delivery log of ${endpointId} without pending rows` },
+  );
 }
