@@ -1,5 +1,5 @@
 /** The part of a better-sqlite3 statement the database door uses. */
-export interface SqliteStatement {
+interface SqliteStatement {
   readonly reader: boolean;
   all(...params: unknown[]): unknown[];
   run(...params: unknown[]): unknown;
