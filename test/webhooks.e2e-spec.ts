@@ -10,7 +10,12 @@ import {
   type CreatedUser,
 } from './helpers/factories.js';
 import { request, type Client } from './helpers/http.js';
-import { eventually, WebhookReceiver, type ReceivedWebhook } from './helpers/webhook-receiver.js';
+import {
+  eventually,
+  settledDeliveries,
+  WebhookReceiver,
+  type ReceivedWebhook,
+} from './helpers/webhook-receiver.js';
 import { codes, gql } from './graphql-client.js';
 
 const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -225,9 +230,16 @@ describe('webhooks: endpoints, events, signing, retries (/api/v1/webhooks)', () 
     expect(message.status, JSON.stringify(message.body)).toBe(201);
     expect((await admin.delete(`/api/v1/users/${userId}`)).status).toBe(204);
 
-    const got = await receiver.waitFor((r) => r.filter((x) => x.path === path).length >= 9);
-    await new Promise((r) => setTimeout(r, 300));
-    const mine = receiver.on(path);
+    // the sentinel: one more event, committed after every change above (settledDeliveries says
+    // why, once it has arrived and the log is settled, nothing else is on its way to this endpoint)
+    const sentinel = await alice.client.post('/api/v1/posts', { title: 'sentinel', body: 'x' });
+    expect(sentinel.status).toBe(201);
+    const isSentinel = (r: ReceivedWebhook) => r.json?.data?.object?.id === sentinel.body.data.id;
+    const got = await receiver.waitFor((r) => r.some((x) => x.path === path && isSentinel(x)));
+    const settled = await settledDeliveries(admin, endpoint.id);
+    expect(settled).toHaveLength(10);
+    expect(receiver.on(path)).toHaveLength(10);
+    const mine = receiver.on(path).filter((r) => !isSentinel(r));
     expect(mine).toHaveLength(9);
     const byType = new Map(mine.map((r) => [r.json.type as string, r]));
     const expected: [string, unknown][] = [
@@ -271,7 +283,7 @@ describe('webhooks: endpoints, events, signing, retries (/api/v1/webhooks)', () 
         : res;
     });
     expect(log.status).toBe(200);
-    expect(log.body.data).toHaveLength(9);
+    expect(log.body.data).toHaveLength(10);
     for (const d of log.body.data) {
       expect(d).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200 });
       expect(d.next_attempt_at).toBeNull();
@@ -282,14 +294,23 @@ describe('webhooks: endpoints, events, signing, retries (/api/v1/webhooks)', () 
 
   it('does not send an event to an endpoint that did not subscribe to its type, nor a rolled-back change', async () => {
     const path = `/${unique('only')}`;
-    await register(path, ['order.created']);
+    const endpoint = await register(path, ['order.created']);
     const post = await alice.client.post('/api/v1/posts', { title: 'no', body: 'x' });
     expect(post.status).toBe(201);
     // a refused change (USER changing another user's role) writes no event
     const refused = await alice.client.patch(`/api/v1/users/${alice.id}`, { role: 'ADMIN' });
     expect(refused.status).toBe(403);
-    await new Promise((r) => setTimeout(r, 600));
-    expect(receiver.on(path)).toHaveLength(0);
+    // the sentinel: an order.created, committed after the post (settledDeliveries says why the
+    // post's delivery, had it been due, would be in the log by the time the sentinel arrived)
+    const sentinel = await alice.client.post(`/api/v1/users/${alice.id}/orders`, {
+      currency: 'EUR',
+      items: [{ sku: 'SENTINEL', quantity: 1, unit_price_cents: 100 }],
+    });
+    expect(sentinel.status, JSON.stringify(sentinel.body)).toBe(201);
+    await receiver.waitFor((r) => r.some((x) => x.path === path));
+    const log = await settledDeliveries(admin, endpoint.id);
+    expect(log.map((d) => d.type)).toEqual(['order.created']);
+    expect(receiver.on(path).map((r) => r.json.data.object.id)).toEqual([sentinel.body.data.id]);
   });
 
   it('retries a failed delivery with the same webhook-id until it succeeds, and logs each attempt', async () => {
@@ -384,9 +405,18 @@ describe('webhooks: endpoints, events, signing, retries (/api/v1/webhooks)', () 
         attempts: 1,
         last_status_code: 410,
       });
-      // a disabled endpoint receives nothing more
-      await alice.client.post('/api/v1/posts', { title: 'gone 2', body: 'x' });
-      await new Promise((r) => setTimeout(r, 600));
+      // a disabled endpoint receives nothing more; the sentinel is the same post on an endpoint
+      // registered beside it (the fan-out writes both endpoints' rows of an event together, in
+      // commit order: settledDeliveries)
+      const beside = `/${unique('beside')}`;
+      await register(beside, ['post.created']);
+      const missed = await alice.client.post('/api/v1/posts', { title: 'gone 2', body: 'x' });
+      expect(missed.status).toBe(201);
+      const missedId = missed.body.data.id as string;
+      await receiver.waitFor((r) =>
+        r.some((x) => x.path === beside && x.json?.data?.object?.id === missedId),
+      );
+      expect(await settledDeliveries(admin, endpoint.id)).toHaveLength(1);
       expect(receiver.on(path)).toHaveLength(1);
       // enabled again, it receives the next events and the reason is cleared
       const enabled = await admin.patch(`/api/v1/webhooks/${endpoint.id}`, { active: true });
