@@ -13,7 +13,7 @@ import {
 import { adminClient, createUser, unique, type CreatedUser } from './helpers/factories.js';
 import { client, type Client } from './helpers/http.js';
 import { authorize, exchangeCode, registerClient } from './helpers/oauth.js';
-import { eventually, WebhookReceiver } from './helpers/webhook-receiver.js';
+import { eventually, settledDeliveries, WebhookReceiver } from './helpers/webhook-receiver.js';
 
 const ALLOW_LOOPBACK = { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' };
 
@@ -81,9 +81,18 @@ describe('webhooks: partner endpoints see only what their grants allow', () => {
     });
     expect(order.status).toBe(201);
 
-    await receiver.waitFor((r) => r.filter((x) => x.path === path).length >= 2);
-    await receiver.waitFor((r) => r.some((x) => x.path === service));
-    await new Promise((r) => setTimeout(r, 600));
+    // the sentinel: a change of the stranger, committed after the others, which only the
+    // service-wide endpoint receives; once it has arrived the partner endpoint's rows of every
+    // earlier event are written (settledDeliveries)
+    const sentinel = async (name: string) => {
+      const res = await stranger.client.patch(`/api/v1/users/${stranger.id}`, { name });
+      expect(res.status).toBe(200);
+      await receiver.waitFor((r) =>
+        r.some((x) => x.path === service && x.json?.data?.object?.name === name),
+      );
+      return settledDeliveries(admin, endpoint.id);
+    };
+    expect(await sentinel(`Stranger ${unique()}`)).toHaveLength(2);
     const got = receiver.on(path);
     expect(got.map((g) => g.json.type).sort()).toEqual(['post.created', 'user.updated']);
     const post = got.find((g) => g.json.type === 'post.created')!;
@@ -91,14 +100,15 @@ describe('webhooks: partner endpoints see only what their grants allow', () => {
     const user = got.find((g) => g.json.type === 'user.updated')!;
     expect(user.json.data.object).toMatchObject({ id: granted.id, name: 'Renamed', email: null });
     // a service-wide endpoint gets the ADMIN's representation, email included
-    expect(receiver.on(service)[0].json.data.object.email).toBe(granted.email);
+    const aboutGranted = receiver.on(service).find((g) => g.json.data.object.id === granted.id)!;
+    expect(aboutGranted.json.data.object.email).toBe(granted.email);
 
     // revoking the grant stops them
     expect((await granted.client.delete(`/api/v1/oauth/grants/${partner.client_id}`)).status).toBe(
       204,
     );
     await granted.client.post('/api/v1/posts', { title: 'after revocation', body: 'x' });
-    await new Promise((r) => setTimeout(r, 700));
+    expect(await sentinel(`Stranger ${unique()}`)).toHaveLength(2);
     expect(receiver.on(path)).toHaveLength(2);
     const log = await admin.get(`/api/v1/webhooks/${endpoint.id}/deliveries`);
     expect(log.body.data).toHaveLength(2);
@@ -219,9 +229,18 @@ describe('webhooks: a slow receiver holds no more than its share of the slots', 
       // every event reaches the healthy endpoint long before the hanging attempts time out
       await receiver.waitFor((r) => r.filter((x) => x.path === healthy).length >= 8);
       expect(Date.now() - started).toBeLessThan(6_000);
-      // and the hanging endpoint never had more than its 2 attempts open
-      await new Promise((r) => setTimeout(r, 500));
-      expect(receiver.on(slow).length).toBeLessThanOrEqual(2);
+      // and the hanging endpoint never had more than its 2 attempts open: both are open, and a
+      // sentinel event committed after the 8 reaches the healthy endpoint. Attempts are claimed in
+      // next_attempt_at order, so a third attempt at the hanging endpoint (its rows are older than
+      // the sentinel's), had the cap let it through, would have been claimed no later than the
+      // sentinel's and sent with it
+      await receiver.waitFor((r) => r.filter((x) => x.path === slow).length >= 2);
+      const sentinel = await admin.post('/api/v1/posts', { title: 'sentinel', body: 'x' });
+      expect(sentinel.status).toBe(201);
+      await receiver.waitFor((r) =>
+        r.some((x) => x.path === healthy && x.json?.data?.object?.id === sentinel.body.data.id),
+      );
+      expect(receiver.on(slow)).toHaveLength(2);
     } finally {
       await receiver.close();
       await t.close();
@@ -242,7 +261,7 @@ describe('webhooks: durability across a restart', () => {
       const first = await startApp({ ...env, WEBHOOK_DELIVERY_ENABLED: 'false' });
       const admin = await adminClient(first.url);
       const path = `/${unique('restart')}`;
-      await register(admin, receiver.url(path), ['post.created', 'user.created']);
+      const endpoint = await register(admin, receiver.url(path), ['post.created', 'user.created']);
       const ids: string[] = [];
       for (let i = 0; i < 10; i++) {
         const res = await admin.post('/api/v1/posts', { title: `p${i}`, body: 'x' });
@@ -250,14 +269,17 @@ describe('webhooks: durability across a restart', () => {
       }
       const user = await createUser(first.url);
       ids.push(user.id);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(receiver.on(path)).toHaveLength(0);
+      // closed, the first instance sends nothing more: whatever it sent has arrived by now
       await first.close();
+      expect(receiver.on(path)).toHaveLength(0);
 
       const second = await startApp(env);
       try {
         await receiver.waitFor((r) => r.filter((x) => x.path === path).length >= 11);
-        await new Promise((r) => setTimeout(r, 500));
+        // each attempt is claimed on its delivery row before it is sent: a settled log of 11 rows
+        // of one attempt each means 11 requests, no second one on its way
+        const log = await settledDeliveries(await adminClient(second.url), endpoint.id);
+        expect(log.map((d) => [d.status, d.attempts])).toEqual(Array(11).fill(['succeeded', 1]));
         const got = receiver.on(path);
         expect(got).toHaveLength(11);
         expect(got.map((g) => g.json.data.object.id as string).sort()).toEqual([...ids].sort());
@@ -285,8 +307,10 @@ describe('webhooks: two instances deliver each event exactly once', () => {
       const adminB = client(pair.b.url, { bearer: await tokenOf(pair.b.url) });
       const one = `/${unique('pairA')}`;
       const two = `/${unique('pairB')}`;
-      await register(adminA, receiver.url(one), ['post.created']);
-      await register(adminA, receiver.url(two), ['post.created']);
+      const endpoints = [
+        await register(adminA, receiver.url(one), ['post.created']),
+        await register(adminA, receiver.url(two), ['post.created']),
+      ];
       const writes: Promise<unknown>[] = [];
       for (let i = 0; i < 40; i++) {
         const c = i % 2 === 0 ? adminA : adminB;
@@ -297,8 +321,12 @@ describe('webhooks: two instances deliver each event exactly once', () => {
         (r) => r.filter((x) => x.path === one || x.path === two).length >= 80,
         20_000,
       );
-      // time for any duplicate to arrive
-      await new Promise((r) => setTimeout(r, 2_500));
+      // each attempt is claimed on its delivery row before either instance sends it: 40 settled
+      // rows of one attempt each per endpoint mean no duplicate is on its way
+      for (const endpoint of endpoints) {
+        const log = await settledDeliveries(adminA, endpoint.id);
+        expect(log.map((d) => [d.status, d.attempts])).toEqual(Array(40).fill(['succeeded', 1]));
+      }
       for (const path of [one, two]) {
         const got = receiver.on(path);
         expect(got).toHaveLength(40);
