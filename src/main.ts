@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory.js';
+import { installHeaderDeadline } from './http/header-deadline.js';
 import { installGracefulShutdown } from './http/shutdown.js';
 import { ConfigError, loadConfigFromEnvironment, type AppConfig } from './config/config.js';
 
@@ -16,6 +17,7 @@ try {
 }
 
 const app = await createApp(config);
+installHeaderDeadline(app.getHttpServer(), config.http.headersTimeoutMs);
 await app.listen({ port: config.port, host: config.host });
 installGracefulShutdown(app, config.shutdown);
 new Logger('Atrium').log(

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +36,7 @@ function freePort(): Promise<number> {
 /** Starts the built service and resolves once it logged that it listens (no request is sent). */
 async function start(
   nodeEnv: string | undefined,
+  extraEnv: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   const port = await freePort();
   const env: Record<string, string> = {
@@ -45,6 +46,7 @@ async function start(
     DATABASE_URL: `sqlite:${join(dir, `first-${nodeEnv ?? 'unset'}.sqlite`)}`,
     HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
     LOG_LEVEL: 'info',
+    ...extraEnv,
   };
   if (nodeEnv !== undefined) {
     env.NODE_ENV = nodeEnv;
@@ -68,6 +70,25 @@ async function start(
   return { child, port, output: () => out };
 }
 
+/** Opens the first connection, sends half a request head, and expects the 408 within the bound. */
+async function expectCutInTime(port: number): Promise<void> {
+  const conn = await RawConnection.open(`http://127.0.0.1:${port}`);
+  conn.write('GET /api/v1/users HTTP/1.1\r\nHost: x\r\n');
+  const limit = HEADERS_MS + MARGIN_MS;
+  const lifetime = await Promise.race([
+    conn.closed,
+    new Promise<number>((resolve) => setTimeout(() => resolve(-1), limit + 5_000)),
+  ]);
+  conn.destroy();
+  expect(lifetime, `still open after ${limit + 5_000} ms`).not.toBe(-1);
+  expect(lifetime).toBeGreaterThanOrEqual(HEADERS_MS - 50);
+  expect(lifetime).toBeLessThan(limit);
+  expect(conn.text).toMatch(/^HTTP\/1\.1 408 /);
+  expect(JSON.parse(conn.text.slice(conn.text.indexOf('\r\n\r\n') + 4))).toEqual({
+    error: { code: 'bad_request', message: 'The request was not received in time' },
+  });
+}
+
 beforeAll(() => {
   mainJs = join(serviceBuild(), 'main.js');
   dir = mkdtempSync(join(tmpdir(), 'atrium-first-'));
@@ -84,25 +105,43 @@ describe('a silent client as the first connection of a fresh process', () => {
     async (name) => {
       const proc = await start(name === 'unset' ? undefined : name);
       try {
-        const conn = await RawConnection.open(`http://127.0.0.1:${proc.port}`);
-        conn.write('GET /api/v1/users HTTP/1.1\r\nHost: x\r\n');
-        const limit = HEADERS_MS + MARGIN_MS;
-        const lifetime = await Promise.race([
-          conn.closed,
-          new Promise<number>((resolve) => setTimeout(() => resolve(-1), limit + 5_000)),
-        ]);
-        conn.destroy();
-        expect(lifetime, `still open after ${limit + 5_000} ms`).not.toBe(-1);
-        expect(lifetime).toBeGreaterThanOrEqual(HEADERS_MS - 50);
-        expect(lifetime).toBeLessThan(limit);
-        expect(conn.text).toMatch(/^HTTP\/1\.1 408 /);
-        expect(JSON.parse(conn.text.slice(conn.text.indexOf('\r\n\r\n') + 4))).toEqual({
-          error: { code: 'bad_request', message: 'The request was not received in time' },
-        });
+        await expectCutInTime(proc.port);
       } finally {
         proc.child.kill('SIGKILL');
       }
     },
     60_000,
   );
+});
+
+/**
+ * A runtime whose own check never starts (the report this file answers: fresh instances on which a
+ * silent client stayed connected for minutes). The service process is started with a preload that
+ * removes Node's `listening` handler (`setupConnectionsTracking`) from every HTTP server, so Node
+ * neither tracks connections nor checks their timeouts: the service's own first-request deadline
+ * (src/http/header-deadline.ts) must still cut the client.
+ */
+const WITHOUT_NODE_CHECK = `
+import http from 'node:http';
+const create = http.createServer;
+http.createServer = function (...args) {
+  const server = create.apply(this, args);
+  for (const fn of server.listeners('listening')) {
+    if (fn.name === 'setupConnectionsTracking') server.off('listening', fn);
+  }
+  return server;
+};
+`;
+
+describe("a silent first connection when Node's own header check never runs", () => {
+  it('is answered 408 and closed within HTTP_HEADERS_TIMEOUT_MS all the same', async () => {
+    const preload = join(dir, 'without-node-check.mjs');
+    writeFileSync(preload, WITHOUT_NODE_CHECK);
+    const proc = await start(undefined, { NODE_OPTIONS: `--import ${preload}` });
+    try {
+      await expectCutInTime(proc.port);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  }, 60_000);
 });
