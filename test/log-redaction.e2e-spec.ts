@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabaseUrl, usingPostgres } from './helpers/app.js';
+import { waitFor } from './helpers/wait.js';
 import { serviceBuild } from './helpers/build.js';
 import { request } from './helpers/http.js';
 
@@ -59,20 +60,16 @@ describe('database errors in the logs', () => {
     });
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        if ((await fetch(`${base}/health/ready`)).status === 200) {
-          break;
+    await waitFor(
+      async () => {
+        try {
+          return (await fetch(`${base}/health/ready`)).status === 200;
+        } catch {
+          return false; // not listening yet
         }
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`app did not become ready:\n${out}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: () => `readiness of the app:\n${out}` },
+    );
     await addFailingTrigger();
   }, 180_000);
 
@@ -130,20 +127,27 @@ describe('database errors in the logs', () => {
     const dup = await request(base, '/api/v1/auth/register', {
       method: 'POST',
       body: { name: 'second', email: taken, password },
+      headers: { 'x-request-id': 'redaction-409' },
     });
     expect(dup.status).toBe(409);
 
+    // the sentinel: the 409's own request line, the last line of the last request. The process
+    // writes its lines to one pipe in order, so once it is out every line of both requests is
+    const parsed = () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{') && l.endsWith('}'))
+        .map((l) => JSON.parse(l) as Record<string, any>);
+    const lines = await waitFor(
+      () => {
+        const all = parsed();
+        return (
+          all.some((l) => l.request_id === 'redaction-409' && l.res?.statusCode === 409) && all
+        );
+      },
+      { what: () => `the request line of redaction-409 in:\n${out}` },
+    );
     // the 500 was logged, with its statement but without its values
-    const deadline = Date.now() + 5000;
-    while (!out.includes('redaction-500') && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await new Promise((r) => setTimeout(r, 300)); // pino writes asynchronously
-    const lines = out
-      .trim()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, any>);
     const errorLine = lines.find((l) => l.request_id === 'redaction-500' && l.err);
     expect(errorLine, out).toBeDefined();
     expect(errorLine!.err.query).toMatch(/INSERT INTO "users"/);
