@@ -77,7 +77,7 @@ describe.skipIf(!usingRedis || !usingPostgres || !privateRedisTestsRun)(
       return body.data.sendMessage.cursor as string;
     };
 
-    it('delivers the messages sent while Redis was away to messageAdded with and without after and to newMessage, in room order before the next live one; messages sent after it returns arrive within 1 s; none is counted as dropped', async () => {
+    it('delivers the messages sent while Redis was away to messageAdded with and without after and to newMessage, in room order before the next live one; messages sent after it returns arrive within 1 s; none is counted as dropped and no publish of the outage arrives late', async () => {
       const roomId = await newRoom(sender);
       const cursor = await send(roomId, 'seen');
       const plain = subscribe<Added>(
@@ -150,6 +150,9 @@ describe.skipIf(!usingRedis || !usingPostgres || !privateRedisTestsRun)(
       // nothing was lost for good, so nothing is counted as dropped
       expect(await droppedMessages(pair.a)).toBe(0);
       expect(await droppedMessages(pair.b)).toBe(0);
+      // and no publish of the outage reached A later (the publisher neither queues nor re-sends)
+      const lateOnA = await pair.a.app.get(MetricsService).eventsLate.get();
+      expect(lateOnA.values.reduce((n, v) => n + v.value, 0)).toBe(0);
     }, 60_000);
 
     it('past 1,000 messages lost in one room, gives messageAdded and newMessage subscribers RESYNC_REQUIRED instead of a silent gap (and ends messageAdded(after:)), counts them as dropped, and goes on live', async () => {

@@ -15,9 +15,10 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
  * RedisConnections. Unlike the fail-fast command clients these
  * - subscriber: keeps an offline queue and retries forever, so SUBSCRIBE issued before the connection
  *   is up (or during an outage) is sent when it comes up; ioredis re-subscribes after a reconnect;
- * - publisher: no offline queue, and a 500 ms command timeout: a publish while the connection is down
- *   fails at once instead of being queued and published many seconds later (after the gap it left
- *   was filled from the database); the message reaches subscribers through the gap fill
+ * - publisher: no offline queue, no re-send after a reconnect, and a 500 ms command timeout: a publish
+ *   while the connection is down fails at once instead of being queued and published many seconds
+ *   later (after the gap it left was filled from the database); the message reaches subscribers
+ *   through the gap fill
  *   (docs/realtime.md, "Redis connections").
  * Without REDIS_URL: an in-process PubSub (one instance).
  */
@@ -33,6 +34,9 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
         }
         const publisher = redis.create('events-pub', {
           enableOfflineQueue: false,
+          // a PUBLISH written just before the connection dropped is not sent again after the
+          // reconnect either: its message was filled from the database meanwhile
+          autoResendUnfulfilledCommands: false,
           commandTimeout: 500,
           maxRetriesPerRequest: 1,
         });
