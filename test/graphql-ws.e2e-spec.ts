@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
 import { createApiKey, createUser, tokenFor, type CreatedUser } from './helpers/factories.js';
 import { client } from './helpers/http.js';
+import { waitFor as until } from './helpers/wait.js';
+import { MetricsService } from '../src/metrics/metrics.service.js';
 
 interface Frame {
   type: string;
@@ -296,9 +298,14 @@ describe('GraphQL over WebSocket keep-alive (WS_KEEPALIVE_MS)', () => {
       socket.pause();
       let closedAt: number | undefined;
       void silent.closed.then(() => (closedAt = Date.now()));
-      // dropped at the ping after the unanswered one (1-2 s); the paused client reads the end of
-      // the stream once it reads again
-      await new Promise((r) => setTimeout(r, 3_500));
+      // dropped when its ping goes unanswered for WS_KEEPALIVE_MS (1-2 s): wait until the server
+      // counts one open socket, the live one; the paused client reads the end of the stream once it
+      // reads again
+      const metrics = t.app.get(MetricsService);
+      const openSockets = async () =>
+        (await metrics.websocketConnections.get()).values.reduce((n, v) => n + v.value, 0);
+      expect(await openSockets()).toBe(2);
+      await until(async () => (await openSockets()) === 1, { what: 'the silent socket dropped' });
       socket.resume();
       const { code } = await silent.closed;
       expect(code).toBe(1006); // no close frame: dropped, not closed
