@@ -184,7 +184,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     );
     this.watchReconnects();
     // With Redis down at boot the subscriptions wait in the subscriber's queue and complete when it
-    // connects; the app still starts (messages sent meanwhile are filled from the database then).
+    // connects; the app still starts (messages sent meanwhile: docs/realtime.md, "Gaps of the live stream").
     const timeout = this.subscribeDeadline(3_000);
     if ((await Promise.race([subscribed, timeout])) === 'timeout') {
       this.logger.warn(
