@@ -117,9 +117,11 @@ export class OutcomeWriter {
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, pause)));
       }
     }
+    // no one waits for room any more; an outcome recorded after this (a BullMQ job the worker was
+    // still running) is still written by the timer while the database is open
     this.closed = true;
-    clearTimeout(this.timer);
     clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
     this.release();
     return this.held.size;
   }
@@ -129,7 +131,7 @@ export class OutcomeWriter {
   }
 
   private schedule(delayMs: number): void {
-    if (this.timer || this.writing || this.closed) {
+    if (this.timer || this.writing) {
       return;
     }
     this.timer = setTimeout(() => {
@@ -145,7 +147,8 @@ export class OutcomeWriter {
     const batch = this.queued.splice(0, MAX_BATCH);
     this.writing = this.write(batch).finally(() => {
       this.writing = undefined;
-      if (this.queued.length > 0) {
+      // after shutdown's drain a failed write is not tried again (its lease runs out instead)
+      if (this.queued.length > 0 && !(this.closed && this.failures > 0)) {
         this.schedule(this.failures > 0 ? this.backoff() : FLUSH_MS);
       }
     });
