@@ -33,3 +33,14 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * Resolves once the wall clock is past `at` (ms since the epoch): for an instant the server announced
+ * (`Retry-After`, an `expires_at`) or that follows from a window the test configured, counted from a
+ * moment the test observed. Computed, never guessed; no load factor applies to it.
+ */
+export async function pastInstant(at: number): Promise<void> {
+  while (Date.now() <= at) {
+    await new Promise((resolve) => setTimeout(resolve, at - Date.now() + 1));
+  }
+}
