@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPair, type TestApp } from './helpers/app.js';
+import { pastInstant } from './helpers/wait.js';
 import { adminClient, createUser, type CreatedUser } from './helpers/factories.js';
 import { client, request, type Client } from './helpers/http.js';
 import {
@@ -172,6 +173,8 @@ describe('editing a partner app', () => {
     const app = await registerClient(adminA, { name: 'Rotating' });
     const old = app.client_secret!;
     const rotated = await adminA.post(`/api/v1/oauth/clients/${app.client_id}/secret`, {});
+    // the overlap started at the rotation, before its answer arrived: it ends by this + 3 s
+    const rotatedBy = Date.now();
     expect(rotated.status).toBe(200);
     expect(rotated.headers.get('cache-control')).toBe('no-store');
     const fresh = rotated.body.data.client_secret as string;
@@ -195,7 +198,7 @@ describe('editing a partner app', () => {
     expect(
       (await exchangeCode(pair.b.url, app, redirect.searchParams.get('code')!, verifier)).status,
     ).toBe(200);
-    await new Promise((r) => setTimeout(r, 3200));
+    await pastInstant(rotatedBy + 3_000); // OAUTH_SECRET_OVERLAP_S
     for (const base of [pair.a.url, pair.b.url]) {
       expect(await secretWorks(base, app.client_id, old)).toBe(false);
       expect(await secretWorks(base, app.client_id, fresh)).toBe(true);
