@@ -12,7 +12,7 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { encodeListCursor, orderKeyOf } from '../database/keyset.js';
+import { encodeCursor, orderKeyOf } from '../database/paging.js';
 import { Connection, type ConnectionValue } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
@@ -163,7 +163,7 @@ export class AuditResolver {
     );
     const key = orderKeyOf('audit-events', sort);
     const edges = page.data.map((e) => ({
-      cursor: encodeListCursor(key, [e.at], e.id),
+      cursor: encodeCursor(key, [e.at], e.id),
       node: toModel(e),
     }));
     return {

@@ -51,7 +51,7 @@ export function csvField(value: unknown): string {
  * NDJSON, or CSV with a header line of `columns` (nested members as JSON text). Pulled from the
  * generator as the socket drains (Readable.from honours backpressure), so memory stays at one
  * database batch (which its scan empties once it is written: releaseBatch in
- * src/database/keyset.ts); the lines go out in chunks of 16 KB or more, each row mapped to its REST
+ * src/database/paging.ts); the lines go out in chunks of 16 KB or more, each row mapped to its REST
  * representation only while its line is made. A failure after the first byte can only end the
  * response early: the stream is destroyed and the client sees a truncated body (no final line
  * break).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from './errors.js';
-import { linkHeader, orderBySql, parseListQuery, type ListSpec } from './list-query.js';
+import { linkHeader, parseListQuery, type ListSpec } from './list-query.js';
 
 const spec: ListSpec<'role'> = {
   sortFields: ['created_at', 'name'],
@@ -45,14 +45,6 @@ describe('parseListQuery', () => {
   it('rejects repeated parameters (arrays) and duplicate sort fields', () => {
     expect(() => parseListQuery({ limit: ['1', '2'] }, spec)).toThrow(DomainError);
     expect(() => parseListQuery({ sort: 'name,-name' }, spec)).toThrow(DomainError);
-  });
-});
-
-describe('orderBySql', () => {
-  it('whitelists columns and ends with the id tie-break in the last direction', () => {
-    expect(orderBySql([{ field: 'name', desc: true }], { name: 'name' })).toBe(
-      'name DESC, id DESC',
-    );
   });
 });
 

@@ -11,7 +11,7 @@ export interface ListQuery<F extends string = string> {
   limit: number;
   sort: SortTerm[];
   filters: Partial<Record<F, string>>;
-  /** `cursor`: a keyset position (from `Link: rel="next"`); decoded by the list (src/database/keyset.ts). */
+  /** `cursor`: a keyset position (from `Link: rel="next"`); decoded by the list (src/database/paging.ts). */
   cursor?: string;
   /** Whether `page` was given (with a cursor it only labels the page in `meta` and `Link`). */
   pageGiven?: boolean;
@@ -127,15 +127,6 @@ export function parseListQuery<F extends string>(
     throw BadRequest('Invalid query parameters', details);
   }
   return { page, limit, sort, filters, cursor, pageGiven: query.page !== undefined };
-}
-
-/** ORDER BY clause for validated sort terms over whitelisted columns; ties broken by id. */
-export function orderBySql(sort: SortTerm[], columns: Record<string, string>, alias = ''): string {
-  const prefix = alias ? `${alias}.` : '';
-  const terms = sort.map((t) => `${prefix}${columns[t.field]} ${t.desc ? 'DESC' : 'ASC'}`);
-  const last = sort[sort.length - 1];
-  terms.push(`${prefix}id ${last?.desc ? 'DESC' : 'ASC'}`);
-  return terms.join(', ');
 }
 
 /** `meta` of a page (docs/lists.md); also the schema of `meta` in the OpenAPI document. */

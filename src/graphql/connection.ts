@@ -1,11 +1,11 @@
 import type { Type } from '@nestjs/common';
 import { Directive, Field, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
-import { BadRequest, type ErrorDetail } from '../common/errors.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { isStorableText } from '../common/validation.js';
-import type { PageWindow } from '../database/page-window.js';
+import type { PageWindow } from '../database/paging.js';
 
-/** Relay connections (https://relay.dev/graphql/connections.htm) and the keyset paging behind them. */
+/**
+ * Relay connections (https://relay.dev/graphql/connections.htm); their cursors and keyset windows
+ * are the paging module's (src/database/paging.ts).
+ */
 
 export enum OrderDirection {
   ASC = 'ASC',
@@ -82,72 +82,6 @@ export function Connection<T>(nodeType: Type<T>, nodeName = nodeType.name) {
     totalCount!: number;
   }
   return ConnectionType;
-}
-
-// ---- cursors -----------------------------------------------------------------------------------
-
-/** Opaque cursor: base64url of `[orderKey, value, id]` (the keyset position of a row). */
-export function encodeCursor(orderKey: string, value: unknown, id: string): string {
-  return Buffer.from(JSON.stringify([orderKey, value, id])).toString('base64url');
-}
-
-export function decodeCursor(cursor: string, orderKey: string, argName: string): [unknown, string] {
-  try {
-    if (cursor.length <= 400 && /^[A-Za-z0-9_-]+$/.test(cursor)) {
-      const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-      if (
-        Array.isArray(parsed) &&
-        parsed.length === 3 &&
-        parsed[0] === orderKey &&
-        (isStorableText(parsed[1]) || typeof parsed[1] === 'number') &&
-        isStorableText(parsed[2])
-      ) {
-        return [parsed[1], parsed[2]];
-      }
-    }
-  } catch {
-    // fall through to the error below
-  }
-  throw BadRequest(`Invalid cursor in ${argName}`, [
-    { field: argName, message: `${argName} is not a cursor of this list (or of this ordering)` },
-  ]);
-}
-
-// ---- paging arguments --------------------------------------------------------------------------
-
-export interface PageArgs {
-  first?: number | null;
-  after?: string | null;
-  last?: number | null;
-  before?: string | null;
-}
-
-export function pageWindow(args: PageArgs, orderKey: string, max = MAX_LIMIT): PageWindow {
-  const details: ErrorDetail[] = [];
-  const count = (name: 'first' | 'last') => {
-    const v = args[name];
-    if (v === undefined || v === null) {
-      return undefined;
-    }
-    if (!Number.isInteger(v) || v < 0 || v > max) {
-      details.push({ field: name, message: `${name} must be an integer from 0 to ${max}` });
-    }
-    return v;
-  };
-  const first = count('first');
-  const last = count('last');
-  if (first !== undefined && last !== undefined) {
-    details.push({ field: 'last', message: 'first and last cannot be combined' });
-  }
-  if (details.length > 0) {
-    throw BadRequest('Invalid paging arguments', details);
-  }
-  return {
-    size: first ?? last ?? DEFAULT_LIMIT,
-    backward: last !== undefined,
-    after: args.after ? decodeCursor(args.after, orderKey, 'after') : undefined,
-    before: args.before ? decodeCursor(args.before, orderKey, 'before') : undefined,
-  };
 }
 
 /** Builds the connection from rows fetched by `keysetSql` (at most size + 1, in scan order). */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { orderBySql, type ListQuery, type PageMeta } from '../common/list-query.js';
+import type { ListQuery, PageMeta } from '../common/list-query.js';
+import { orderBySql } from '../database/paging.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { Role } from './role.js';
 

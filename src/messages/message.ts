@@ -16,7 +16,7 @@ export interface Message {
   createdAt: string;
   /** Its room's commit order: 1, 2, 3… per room (rooms.last_seq at the send). */
   seq: number;
-  /** `Message.cursor`: room and seq, opaque (message-cursor.ts); set with `seq`. */
+  /** `Message.cursor`: room and seq, opaque (src/database/paging.ts); set with `seq`. */
   cursor: string;
 }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/list-page.js';
+import { listPage } from '../database/paging.js';
 import type { Message } from './message.js';
 import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.row.js';
 

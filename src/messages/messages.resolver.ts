@@ -22,7 +22,7 @@ import { UsersService } from '../users/users.service.js';
 import { SendMessageInput } from './dto/message.inputs.js';
 import type { Message, MessageEvent, Room } from './message.js';
 import { MessageModel, RoomModel } from './message.model.js';
-import { decodeMessageCursor } from './message-cursor.js';
+import { decodeMessageCursor } from '../database/paging.js';
 import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
 import {

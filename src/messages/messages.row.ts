@@ -1,5 +1,5 @@
 import type { Message, Room } from './message.js';
-import { encodeMessageCursor } from './message-cursor.js';
+import { encodeMessageCursor } from '../database/paging.js';
 
 /** `rooms` and `messages` rows as the repositories' raw SQL reads them, and the values they hold. */
 export interface RoomRow {

@@ -13,7 +13,7 @@ import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
-import { encodeMessageCursor } from './message-cursor.js';
+import { encodeMessageCursor } from '../database/paging.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 export const MESSAGE_LIST_SPEC: ListSpec<never> = {

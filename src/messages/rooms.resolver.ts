@@ -12,13 +12,8 @@ import {
 } from '@nestjs/graphql';
 import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
-import {
-  connectionFromRows,
-  mapConnection,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-} from '../graphql/connection.js';
+import { connectionFromRows, mapConnection, type ConnectionValue } from '../graphql/connection.js';
+import { encodeCursor, pageWindow } from '../database/paging.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateRoomInput } from './dto/message.inputs.js';
 import type { Message, Room } from './message.js';
@@ -51,7 +46,7 @@ export class RoomsResolver {
     requireCaller(ctx.caller);
     const window = pageWindow({ first, after }, ROOM_KEY);
     const rows = await this.rooms.page(ctx.caller, { size: window.size, after: window.after });
-    return connectionFromRows(rows, window, (r) => encodeCursor(ROOM_KEY, r.createdAt, r.id), {
+    return connectionFromRows(rows, window, (r) => encodeCursor(ROOM_KEY, [r.createdAt], r.id), {
       totalCount: () => this.rooms.count(),
       existsBeyond: async () => window.after !== undefined,
     });
@@ -98,7 +93,7 @@ export class RoomsResolver {
     const connection = connectionFromRows(
       rows,
       window,
-      (r) => encodeCursor(MESSAGE_KEY, r.seq, r.message.id),
+      (r) => encodeCursor(MESSAGE_KEY, [r.seq], r.message.id),
       {
         totalCount: () => counts.load(room.id),
         existsBeyond: async () => window.after !== undefined,

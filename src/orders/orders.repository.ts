@@ -1,9 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { encodeListCursor, keysetAfterSql, orderKeyOf, releaseBatch } from '../database/keyset.js';
-import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
+import {
+  encodeCursor,
+  keysetAfterSql,
+  listPage,
+  orderBySql,
+  orderKeyOf,
+  releaseBatch,
+  type ListPage,
+} from '../database/paging.js';
+import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage, type ListPage } from '../database/list-page.js';
 import type { Order, OrderStatus } from './order.js';
 import { OrderEntity } from './order.entity.js';
 import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.row.js';
@@ -265,7 +272,7 @@ export class OrdersRepository {
   /** GraphQL cursor of a row in this list's order (same format as the REST cursors). */
   cursorAcrossUsers(row: OrderRow, sort: readonly SortTerm[]): string {
     const r = row as OrderRow & Record<string, string | number>;
-    return encodeListCursor(
+    return encodeCursor(
       orderKeyOf('orders-all', sort),
       sort.map((t) => r[ORDER_SORT_COLUMNS[t.field as keyof typeof ORDER_SORT_COLUMNS]]),
       row.id,

@@ -11,12 +11,8 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-} from '../graphql/connection.js';
+import { connectionFromRows, type ConnectionValue } from '../graphql/connection.js';
+import { encodeCursor, pageWindow } from '../database/paging.js';
 import { NodeRegistry } from '../graphql/node.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';
@@ -27,7 +23,7 @@ import { CreateOrderInput, OrderConnection, OrderModel } from './order.model.js'
 import { OrdersService } from './orders.service.js';
 
 const ORDER_KEY = 'created_at';
-const cursorOf = (o: Order) => encodeCursor(ORDER_KEY, o.createdAt, o.id);
+const cursorOf = (o: Order) => encodeCursor(ORDER_KEY, [o.createdAt], o.id);
 
 /** Order queries and mutations; thin: every rule is in OrdersService (CONTRIBUTING.md, house style 1). */
 @Resolver(() => OrderModel)

@@ -2,9 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/list-page.js';
+import { keysetSql, listPage, type PageWindow } from '../database/paging.js';
 import { searchRows } from '../database/search-index.js';
-import { keysetSql, type PageWindow } from '../database/page-window.js';
 import type { Post } from './post.js';
 import { POST_COLUMNS, postFromRow, type PostRow } from './posts.row.js';
 

@@ -14,7 +14,7 @@ import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/l
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import type { PageWindow } from '../database/page-window.js';
+import type { PageWindow } from '../database/paging.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import type { Post } from './post.js';
 import { POST_BODY_COST } from './post.model.js';

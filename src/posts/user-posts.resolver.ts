@@ -1,11 +1,6 @@
 import { Args, Context, Int, Parent, ResolveField, Resolver } from '@nestjs/graphql';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-} from '../graphql/connection.js';
-import type { PageWindow } from '../database/page-window.js';
+import { connectionFromRows, type ConnectionValue } from '../graphql/connection.js';
+import { encodeCursor, pageWindow, type PageWindow } from '../database/paging.js';
 import type { GqlContext } from '../graphql/context.js';
 import { PlainResolvers } from '../graphql/plain-resolvers.js';
 import { groupBy } from '../graphql/loaders.js';
@@ -16,7 +11,7 @@ import { PostConnection } from './post.model.js';
 import { PostsService } from './posts.service.js';
 
 const ORDER_KEY = 'posts:created_at';
-const cursorOf = (p: Post) => encodeCursor(ORDER_KEY, p.createdAt, p.id);
+const cursorOf = (p: Post) => encodeCursor(ORDER_KEY, [p.createdAt], p.id);
 
 /**
  * `User.posts(first, after)`: a connection per user, batched. A page of 20 users asking for their

@@ -1,15 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { Role } from '../identity/role.js';
-import { keysetAfterSql, releaseBatch } from '../database/keyset.js';
-import { orderBySql, type ListQuery, type Page, type SortTerm } from '../common/list-query.js';
+import {
+  keysetAfterSql,
+  keysetSql,
+  listPage,
+  orderBySql,
+  releaseBatch,
+  type PageWindow,
+} from '../database/paging.js';
+import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { CredentialUsers } from '../identity/credential-users.js';
-import { listPage } from '../database/list-page.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
 import { PG_USER_SEARCH_VECTOR } from '../database/search-vectors.js';
 import { searchWords } from '../database/search-query.js';
-import { keysetSql, type PageWindow } from '../database/page-window.js';
 import type { User } from './user.js';
 import { UserEntity } from './user.entity.js';
 import { USER_COLUMNS, userFromRow, type UserRow } from './users.row.js';

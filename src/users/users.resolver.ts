@@ -15,13 +15,11 @@ import { BadRequest } from '../common/errors.js';
 import { validateInput } from '../common/validation.js';
 import {
   connectionFromRows,
-  encodeCursor,
   mapConnection,
   OrderDirection,
-  pageWindow,
   type ConnectionValue,
-  type PageArgs,
 } from '../graphql/connection.js';
+import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
 
 /** Cursor key of `users(query:)` pages: the position is the row's offset in the search's order. */
 const SEARCH_KEY = 'users:search';
@@ -131,7 +129,7 @@ export class UsersResolver {
     return connectionFromRows(
       rows,
       window,
-      (u) => encodeCursor(orderKey, orderValue(u, field), u.id),
+      (u) => encodeCursor(orderKey, [orderValue(u, field)], u.id),
       {
         totalCount: () => this.service.count(caller, q),
         existsBeyond: (side) =>
@@ -177,7 +175,7 @@ export class UsersResolver {
     const connection = connectionFromRows(
       rows,
       window,
-      (r) => encodeCursor(SEARCH_KEY, r.at, r.user.id),
+      (r) => encodeCursor(SEARCH_KEY, [r.at], r.user.id),
       { totalCount: () => Promise.resolve(total), existsBeyond: () => Promise.resolve(offset > 0) },
     );
     return mapConnection(connection, (r) => r.user);

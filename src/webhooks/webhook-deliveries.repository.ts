@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '../common/ids.js';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage, type ListPage } from '../database/list-page.js';
+import { listPage, type ListPage } from '../database/paging.js';
 import {
   returnedRows,
   type AnyWebhookEventType,

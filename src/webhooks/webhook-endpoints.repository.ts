@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage, type ListPage } from '../database/list-page.js';
+import { listPage, type ListPage } from '../database/paging.js';
 
 export interface WebhookEndpointRow {
   id: string;

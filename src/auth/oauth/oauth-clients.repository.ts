@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../../common/list-query.js';
-import { orderBySql } from '../../common/list-query.js';
+import { orderBySql } from '../../database/paging.js';
 import { DatabaseService } from '../../database/database.service.js';
 
 export interface OAuthClientRecord {
