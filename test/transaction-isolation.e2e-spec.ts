@@ -131,8 +131,8 @@ describe('transaction isolation between concurrent requests', () => {
     const select = `SELECT id FROM users WHERE id = ${p(1)}`;
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    let inserted!: () => void;
-    const didInsert = new Promise<void>((resolve) => (inserted = resolve));
+    let inserted!: (inside: () => Promise<unknown>) => void;
+    const didInsert = new Promise<() => Promise<unknown>>((resolve) => (inserted = resolve));
 
     const tx = db.transaction(async ({ manager }) => {
       const now = nowIso();
@@ -142,11 +142,11 @@ describe('transaction isolation between concurrent requests', () => {
       );
       // the transaction sees its own row
       expect(await manager.query(select, [id])).toHaveLength(1);
-      inserted();
+      inserted(() => manager.query(select, [id]));
       await held;
       throw new Error('roll back');
     });
-    await didInsert;
+    const readInside = await didInsert;
     const order: string[] = [];
     const fast = db.query<{ id: string }>(select, [id]).then((rows) => {
       order.push('fast');
@@ -156,8 +156,16 @@ describe('transaction isolation between concurrent requests', () => {
       order.push('typeorm');
       return rows;
     });
-    // give both reads every chance to run on the connection while the transaction is open
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (db.dialect === 'sqlite') {
+      // the sentinel: a read of the transaction itself, issued after both. Statements reach the one
+      // connection in the order they are issued, so had a read not waited for the transaction it
+      // would have run (inside it) before this one
+      expect(await readInside()).toHaveLength(1);
+      expect(order).toEqual([]);
+    } else {
+      // a connection of their own each: both reads end while the transaction is still open
+      await Promise.all([fast, typeorm]);
+    }
     order.push('rollback');
     release();
     await expect(tx).rejects.toThrow('roll back');
@@ -180,19 +188,27 @@ describe('transaction isolation between concurrent requests', () => {
     };
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    let begun!: () => void;
-    const didBegin = new Promise<void>((resolve) => (begun = resolve));
+    let begun!: (inside: () => Promise<unknown>) => void;
+    const didBegin = new Promise<() => Promise<unknown>>((resolve) => (begun = resolve));
     const tx = db.transaction(async ({ manager }) => {
       await manager.query(insert, row('doomed'));
-      begun();
+      begun(() => manager.query('SELECT 1'));
       await held;
       throw new Error('roll back');
     });
-    await didBegin;
+    const queryInside = await didBegin;
     const viaFastPath = row('fast path write');
     const viaTypeorm = row('typeorm write');
     const writes = Promise.all([db.query(insert, viaFastPath), ds.query(insert, viaTypeorm)]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (db.dialect === 'sqlite') {
+      // the sentinel: a statement of the transaction, issued after both writes (statements reach
+      // the one connection in the order they are issued: a write that joined the transaction has
+      // run by the time it answers)
+      await queryInside();
+    } else {
+      // a connection of their own each: both writes commit while the transaction is still open
+      await writes;
+    }
     release();
     await expect(tx).rejects.toThrow('roll back');
     await writes;
