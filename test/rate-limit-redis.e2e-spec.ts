@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitStore } from '../src/rate-limit/rate-limit.store.js';
+import { waitFor } from './helpers/wait.js';
 import { startApp, startPair, usingRedis, type TestApp } from './helpers/app.js';
 import { client } from './helpers/http.js';
 import {
@@ -106,13 +106,14 @@ describe.skipIf(!privateRedisTestsRun)(
 
       // restarted (empty): the client reconnects by itself and counting resumes
       await redis.start();
-      const deadline = Date.now() + 10_000;
-      let counted;
-      do {
-        await sleep(200);
-        counted = await u.client.get('/api/v1/auth/me');
-        expect(counted.status).toBe(200);
-      } while (counted.headers.get('ratelimit-limit') === null && Date.now() < deadline);
+      const counted = await waitFor(
+        async () => {
+          const res = await u.client.get('/api/v1/auth/me');
+          expect(res.status).toBe(200);
+          return res.headers.get('ratelimit-limit') !== null && res;
+        },
+        { intervalMs: 200, what: 'RateLimit headers again after the restart' },
+      );
       expect(rateHeaders(counted)).toMatchObject({ limit: 3, remaining: 2 });
       await burst(u.client, 2);
       expect((await u.client.get('/api/v1/auth/me')).status).toBe(429);
