@@ -1,5 +1,6 @@
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from './helpers/wait.js';
 import { startApp, usingRedis, type TestApp } from './helpers/app.js';
 import { request } from './helpers/http.js';
 
@@ -81,14 +82,14 @@ async function ready(t: TestApp) {
 
 /** Asks /health/ready until `redis` has the wanted status (or fails after `ms`). */
 async function readyUntil(t: TestApp, redis: 'up' | 'down', ms = 10_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const r = await ready(t);
-    if (r.redis === redis || Date.now() > deadline) {
-      return r;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  let last: Awaited<ReturnType<typeof ready>> | undefined;
+  return waitFor(
+    async () => {
+      last = await ready(t);
+      return last.redis === redis && last;
+    },
+    { timeoutMs: ms, intervalMs: 100 },
+  ).catch(() => last!); // the caller asserts on the last answer
 }
 
 /** A local port with nothing listening on it (Redis "down": connections refused). */
