@@ -5,6 +5,7 @@ import { createApiKey, createUser, tokenFor, type CreatedUser } from './helpers/
 import { client } from './helpers/http.js';
 import { waitFor as until } from './helpers/wait.js';
 import { MetricsService } from '../src/metrics/metrics.service.js';
+import { scaled } from './helpers/time.js';
 
 interface Frame {
   type: string;
@@ -29,7 +30,7 @@ async function open(base: string, headers: Record<string, string> = {}) {
   });
   ws.on('error', () => undefined); // a server-side close (e.g. 1009) is asserted through `closed`
   const waitFor = async (match: (f: Frame) => boolean, ms = 3000): Promise<Frame> => {
-    const deadline = Date.now() + ms;
+    const deadline = Date.now() + scaled(ms);
     for (;;) {
       const found = frames.find(match);
       if (found) {
