@@ -6,6 +6,7 @@ import { createUser, tokenFor, type CreatedUser } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 import { listening } from './subscriptions-helpers.js';
 import { TOPICS } from '../src/events/events.service.js';
+import { scaled } from './helpers/time.js';
 
 interface Frame {
   type: string;
@@ -24,7 +25,7 @@ async function openSocket(base: string, init: Record<string, unknown> = {}) {
   });
   ws.on('error', () => undefined);
   const waitFor = async (match: (f: Frame) => boolean, ms = 5000): Promise<Frame> => {
-    const deadline = Date.now() + ms;
+    const deadline = Date.now() + scaled(ms);
     for (;;) {
       const found = frames.find(match);
       if (found) {
