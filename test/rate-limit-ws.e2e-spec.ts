@@ -7,6 +7,7 @@ import { createApiKey } from './helpers/factories.js';
 import { request } from './helpers/http.js';
 import { signUp, type SignedUp } from './helpers/rate-limit.js';
 import { listening, until } from './subscriptions-helpers.js';
+import { scaled } from './helpers/time.js';
 
 interface Message {
   id?: string;
@@ -46,7 +47,7 @@ class RawSocket {
   }
 
   async until(done: () => boolean, timeoutMs = 3_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     while (!done()) {
       if (Date.now() > deadline) {
         throw new Error(
@@ -130,7 +131,7 @@ describe('WebSocket caps', () => {
     await a.close();
     // the server frees the slot when it sees the close: retry until it has (each refused try is
     // closed with 4429 and holds nothing); the freed slot serves the owner's key too
-    const deadline = Date.now() + 3_000;
+    const deadline = Date.now() + scaled(3_000);
     let d = await connect({ apiKey: key.key });
     while (!d.acked && Date.now() < deadline) {
       expect(d.closeCode).toBe(4429);
