@@ -5,6 +5,7 @@ import { EventsService } from '../src/events/events.service.js';
 import type { TestApp } from './helpers/app.js';
 import { unique, type CreatedUser } from './helpers/factories.js';
 import { authHeaders, request, type Credentials } from './helpers/http.js';
+import { scaled } from './helpers/time.js';
 
 /** A new room of `user` (REST); its id. */
 export async function newRoom(user: CreatedUser): Promise<string> {
@@ -129,7 +130,7 @@ export async function until(
   timeoutMs = 5_000,
   describe = () => '',
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!check()) {
     if (Date.now() > deadline) {
       throw new Error(`timed out after ${timeoutMs} ms: ${describe()}`);
