@@ -1,4 +1,5 @@
 import type { TestResponse } from './http.js';
+import { scaled } from './time.js';
 
 /** One request of a load run: when it started and ended (ms, performance.now()) and its answer. */
 export interface Sample {
@@ -56,7 +57,7 @@ export function startLoad(workers: number, step: Step): Load {
     between: (from, to) =>
       samples.filter((s) => s.started >= from && (to === undefined || s.ended <= to)),
     async until(check, timeoutMs, what) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = Date.now() + scaled(timeoutMs);
       while (!check(samples)) {
         if (Date.now() > deadline) {
           throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
