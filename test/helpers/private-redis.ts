@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './rate-limit.js';
+import { scaled } from './time.js';
 
 /** Whether a redis-server binary is installed (the tests that kill and restart Redis need one). */
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -51,7 +52,7 @@ export class PrivateRedis {
     this.proc = proc;
     let out = '';
     proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + scaled(5_000);
     while (!out.includes('Ready to accept connections')) {
       if (proc.exitCode !== null || Date.now() > deadline) {
         throw new Error(`redis-server did not start on ${this.port}: ${out}`);
