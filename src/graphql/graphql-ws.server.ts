@@ -18,19 +18,14 @@ import {
   NoSchemaIntrospectionCustomRule,
   OperationTypeNode,
   specifiedRules,
-  validate,
-  type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
-  type GraphQLFormattedError,
   type ValidationRule,
 } from 'graphql';
 import type { Context, Disposable, SubscribePayload } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
-import { WebSocketServer, type WebSocket } from 'ws';
-import { originAllowed } from '../http/cors.js';
+import { WebSocketServer } from 'ws';
 import { ShutdownState } from '../http/shutdown.js';
-import { fairMessages } from './ws-fair-queue.js';
 import type { MaybeCaller } from '../identity/caller.js';
 import { CredentialsService, type CredentialSession } from '../identity/credentials.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -44,13 +39,11 @@ import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { CLOSE_CREDENTIALS_LAPSED, CurrentRights, SocketCaller } from './current-rights.js';
 import { depthLimitRule } from './depth-limit.rule.js';
-import { MAX_VALIDATION_ERRORS, parseBounded } from './document-limits.js';
-import { formatGraphqlError } from './format-error.js';
 import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
 import { operationGate } from './operation-gate.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
-import { sendSharedBytes, sharedPayload } from './shared-event-bytes.js';
+import { sharedPayload } from './shared-event-bytes.js';
 import { isAsyncIterable, jsonSize, mapEvents } from './subscription-events.js';
 import { SubscriptionGroup, type GroupHooks } from './subscription-groups.js';
 import { liveSourceOf } from '../events/live-source.js';
@@ -62,7 +55,11 @@ import {
   ReplaySlots,
   setReplayGate,
 } from './ws-replay.js';
-import { handshakeRefusal, noWebSocketEndpoint, UpgradeRefusals } from './upgrade-refusals.js';
+import { handshakeRefusal, UpgradeRefusals } from './upgrade-refusals.js';
+import { upgradeHandler } from './ws/upgrade-handler.js';
+import { WsDocuments } from './ws/ws-documents.js';
+import { GroupResults, type GroupResult } from './ws/group-results.js';
+import { clientWentAway, credentialsLapsed } from './ws/ws-errors.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
@@ -74,23 +71,6 @@ type SocketState = SocketTelemetry & {
   /** How this socket holds its (shared) SocketCaller: released when it closes. */
   rightsHold?: { session: CredentialSession; onLapse: (reason: string) => void };
 };
-
-/** A subscription event's result, executed once per group of subscribers (see subscribeCharged). */
-interface GroupResult {
-  result: ExecutionResult;
-  tooLarge: boolean;
-}
-
-function credentialsLapsed(): GraphQLError {
-  return new GraphQLError('Credentials no longer valid', {
-    extensions: { code: 'UNAUTHENTICATED' },
-  });
-}
-
-/** graphql-js appends "Did you mean ...?" to some validation messages: schema details. */
-function withoutSuggestions(error: GraphQLFormattedError): GraphQLFormattedError {
-  return { ...error, message: error.message.replace(/ ?Did you mean .+\?$/, '') };
-}
 
 /**
  * GraphQL over WebSocket (`graphql-transport-ws`, graphql-ws 6) on the HTTP server's `/graphql`
@@ -105,7 +85,6 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private wss?: WebSocketServer;
   private disposable?: Disposable;
   private rules: readonly ValidationRule[] = [];
-  private readonly documents = new Map<string, DocumentNode | readonly GraphQLError[]>();
   /** The socket an operation's context belongs to (for per-event charges). */
   private readonly socketOf = new WeakMap<object, SocketRef>();
   /** The text of an introspection-only query, per its context: answered from the cache. */
@@ -117,8 +96,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly currentRights = new CurrentRights();
   /** Results of one event per group of subscribers (event payload -> group key -> result). */
   private readonly groupResults = new WeakMap<object, Map<string, Promise<GroupResult>>>();
-  /** The serialized form of a shared result without errors: sent as is to every socket of its group. */
-  private readonly serialized = new WeakMap<ExecutionResult, string>();
+  /** Each event's result per group of subscribers, executed once (ws/group-results.ts). */
+  private readonly results = new GroupResults();
   /** Subscribers of a live source sharing document, variables and credential (subscription-groups.ts). */
   private readonly groups = new Map<string, SubscriptionGroup>();
   private readonly groupHooks: GroupHooks = {
@@ -132,14 +111,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     },
   };
   /** The TCP stream under each WebSocket (corked while a group writes a batch of events to it). */
-  private readonly transports = new WeakMap<WebSocket, Duplex>();
+  private readonly transports = new WeakMap<object, Duplex>();
+  private readonly onUpgrade: ReturnType<typeof upgradeHandler>;
+  private documents!: WsDocuments;
   /** Replays running at once (`messageAdded(after:)`): 2 per identity, 32 on the instance. */
   private readonly replaySlots = new ReplaySlots(2, 32);
   /** Each socket's queued event bytes (per-socket streams), bounded by WS_SEND_BUFFER_BYTES. */
   private readonly queuedBytes = new WeakMap<object, QueuedBytes>();
-  /** Small ids for documents and SocketCallers in group keys. */
-  private readonly keyIds = new WeakMap<object, number>();
-  private nextKeyId = 1;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -152,6 +130,15 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly metrics: MetricsService,
     private readonly refusals: UpgradeRefusals,
   ) {
+    this.onUpgrade = upgradeHandler({
+      path: GRAPHQL_PATH,
+      config,
+      shutdown,
+      limits,
+      refusals,
+      wss: () => this.wss,
+      transports: this.transports,
+    });
     this.telemetry = new WsTelemetry(
       metrics,
       () => adapterHost.httpAdapter.getInstance<FastifyInstance>().log,
@@ -166,6 +153,12 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       depthLimitRule(),
       ...(this.config.graphqlIntrospection ? [] : [NoSchemaIntrospectionCustomRule]),
     ];
+    this.documents = new WsDocuments(
+      () => this.schemaHost.schema,
+      () => this.rules,
+      // as over HTTP: hints only in development with introspection on
+      this.config.graphqlDevelopment && this.config.graphqlIntrospection,
+    );
     this.wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD });
     // a handshake ws refuses (method, key, version, subprotocol header): in the envelope too
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) =>
@@ -261,12 +254,12 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             return errors.map((e) => ({ message: e.message }));
           }
           this.telemetry.failed(ctx.extra, id, errors);
-          return errors.map((e) => this.format(e));
+          return errors.map((e) => this.documents.format(e));
         },
         onNext: (ctx, id, _payload, args, result) => {
           this.telemetry.next(ctx.extra, id, result);
           // a subscription event shared by a group: the same bytes for every socket
-          const bytes = this.serialized.get(result);
+          const bytes = this.results.serializedOf(result);
           if (bytes !== undefined) {
             return sharedPayload(ctx.extra.socket, id, bytes);
           }
@@ -275,10 +268,10 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
             getOperationAST(args.document, args.operationName)?.operation !==
             OperationTypeNode.SUBSCRIPTION;
           if (single && result.data && jsonSize(result) > MAX_RESPONSE_BYTES) {
-            return { errors: [this.format(responseTooLarge(MAX_RESPONSE_BYTES))] };
+            return { errors: [this.documents.format(responseTooLarge(MAX_RESPONSE_BYTES))] };
           }
           return result.errors?.length
-            ? { ...result, errors: result.errors.map((e) => this.format(e)) }
+            ? { ...result, errors: result.errors.map((e) => this.documents.format(e)) }
             : undefined;
         },
       },
@@ -312,7 +305,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       return [credentialsLapsed()]; // and the socket is closed with 4403
     }
     ctx.extra.caller = caller;
-    const document = this.parseAndValidate(payload.query);
+    const document = this.documents.parseAndValidate(payload.query);
     if (!('kind' in document)) {
       return document;
     }
@@ -404,8 +397,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       : undefined;
     const groupKey = rights
       ? [
-          this.keyId(rights),
-          this.keyId(args.document),
+          this.results.keyId(rights),
+          this.results.keyId(args.document),
           args.operationName ?? '',
           JSON.stringify(args.variableValues ?? {}),
         ].join('\u0000')
@@ -449,7 +442,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       if (refused) {
         return { result: { errors: [refused] }, last: true };
       }
-      const { result, tooLarge } = await this.groupResult(payload, groupKey, () =>
+      const { result, tooLarge } = await this.results.of(payload, groupKey, () =>
         execute({ ...args, rootValue: payload }),
       );
       if (tooLarge) {
@@ -466,168 +459,13 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private eventPayload(result: ExecutionResult): string {
     const text = JSON.stringify(
       result.errors?.length
-        ? { ...result, errors: result.errors.map((e) => this.format(e)) }
+        ? { ...result, errors: result.errors.map((e) => this.documents.format(e)) }
         : result,
     );
     if (Buffer.byteLength(text) > MAX_EVENT_BYTES) {
-      return JSON.stringify({ errors: [this.format(responseTooLarge(MAX_EVENT_BYTES))] });
+      return JSON.stringify({ errors: [this.documents.format(responseTooLarge(MAX_EVENT_BYTES))] });
     }
     return text;
-  }
-
-  /** The event's result for a group: executed (and serialized) by the group's first subscriber. */
-  private groupResult(
-    payload: unknown,
-    groupKey: string | undefined,
-    run: () => ReturnType<typeof execute>,
-  ): Promise<GroupResult> {
-    const shareable = groupKey !== undefined && typeof payload === 'object' && payload !== null;
-    let groups = shareable ? this.groupResults.get(payload) : undefined;
-    const cached = groups?.get(groupKey as string);
-    if (cached) {
-      return cached;
-    }
-    const produced = Promise.resolve(run()).then((result): GroupResult => {
-      const result1 = result;
-      if (result1.errors?.length) {
-        return { result: result1, tooLarge: jsonSize(result1) > MAX_EVENT_BYTES };
-      }
-      const bytes = JSON.stringify(result1);
-      if (Buffer.byteLength(bytes) > MAX_EVENT_BYTES) {
-        return { result: result1, tooLarge: true };
-      }
-      if (shareable) {
-        this.serialized.set(result1, bytes);
-      }
-      return { result: result1, tooLarge: false };
-    });
-    if (shareable) {
-      if (!groups) {
-        groups = new Map();
-        this.groupResults.set(payload, groups);
-      }
-      groups.set(groupKey, produced);
-    }
-    return produced;
-  }
-
-  private keyId(value: object): number {
-    let id = this.keyIds.get(value);
-    if (id === undefined) {
-      id = this.nextKeyId++;
-      this.keyIds.set(value, id);
-    }
-    return id;
-  }
-
-  private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    // every upgrade not taken over is answered and closed (upgrade-refusals.ts): Node gives no
-    // response object here, and an unanswered socket stays open for good
-    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
-    if (path !== GRAPHQL_PATH) {
-      this.refusals.refuse(req, socket, noWebSocketEndpoint(path));
-      return;
-    }
-    if (this.shutdown.draining) {
-      // a new socket would be closed with 1001 in a moment: open it on another instance
-      this.refusals.refuse(req, socket, {
-        status: 503,
-        code: 'service_unavailable',
-        message: 'The server is shutting down; open the WebSocket again (another instance)',
-        headers: { 'Retry-After': '1' },
-        counted: false,
-      });
-      return;
-    }
-    const origin = req.headers.origin;
-    if (
-      origin !== undefined &&
-      !this.sameOrigin(origin, req) &&
-      !originAllowed(origin, this.config.corsOrigins)
-    ) {
-      this.refusals.refuse(req, socket, {
-        status: 403,
-        code: 'forbidden',
-        message: 'Origin not allowed',
-        counted: true,
-      });
-      return;
-    }
-    const wss = this.wss;
-    if (!wss) {
-      socket.destroy(); // not bootstrapped (the listener is added once it is): nothing to answer with
-      return;
-    }
-    if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {
-      this.refusals.refuse(req, socket, {
-        status: 400,
-        code: 'bad_request',
-        message:
-          'Only WebSocket upgrades (graphql-transport-ws) are served on /graphql; send GraphQL over HTTP without Upgrade',
-        counted: true,
-      });
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      fairMessages(ws); // a burst of messages on one socket must not starve other clients
-      sendSharedBytes(ws); // a subscription event's bytes are made once per group
-      this.transports.set(ws, socket);
-      wss.emit('connection', ws, req);
-    });
-  };
-
-  /**
-   * A page of this server itself (GraphiQL at /graphql) opening its socket: the Origin's host is the
-   * host the request was addressed to, so no CORS_ORIGINS entry is needed for the address the page was
-   * opened at (127.0.0.1, a LAN name, the proxy's name). A cross-site page cannot send another Origin.
-   */
-  private sameOrigin(origin: string, req: IncomingMessage): boolean {
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      return false;
-    }
-    return host !== '' && this.limits.requestHosts(req).includes(host);
-  }
-
-  /** Parsed and validated documents by text (the schema and rules never change while running). */
-  private parseAndValidate(query: string): DocumentNode | readonly GraphQLError[] {
-    let cached = this.documents.get(query);
-    if (!cached) {
-      // tokens, fields, aliases, same-name pairs, arguments: bounded before validation runs
-      const document = parseBounded(query);
-      if (document instanceof GraphQLError) {
-        cached = [withDefaultCode(document, 'GRAPHQL_PARSE_FAILED')];
-      } else {
-        const errors = validate(this.schemaHost.schema, document, this.rules, {
-          maxErrors: MAX_VALIDATION_ERRORS,
-        });
-        cached =
-          errors.length > 0
-            ? errors.map((e) => withDefaultCode(e, 'GRAPHQL_VALIDATION_FAILED'))
-            : document;
-      }
-      if (this.documents.size > 500) {
-        this.documents.clear();
-      }
-      this.documents.set(query, cached);
-    }
-    return cached;
-  }
-
-  private format(error: GraphQLError): GraphQLFormattedError {
-    let json = error.toJSON();
-    if (json.extensions?.code === undefined && !error.originalError && !error.path) {
-      // parse and validation errors got their code above: what is left is a variable that does
-      // not coerce, BAD_USER_INPUT as Apollo says over HTTP
-      json = { ...json, extensions: { ...json.extensions, code: 'BAD_USER_INPUT' } };
-    }
-    const formatted = formatGraphqlError(json, error);
-    // as over HTTP: hints only in development with introspection on
-    return this.config.graphqlDevelopment && this.config.graphqlIntrospection
-      ? formatted
-      : withoutSuggestions(formatted);
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -639,41 +477,4 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
     this.logger.debug('GraphQL WebSocket server closed');
   }
-}
-
-/** System error codes of a write to a peer that has gone (the socket was reset or closed). */
-const GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_DESTROYED']);
-
-/**
- * Whether an operation's errors are only the failure to write to a socket whose client went away
- * (graphql-ws reports a failed `send` as an error of the operation, its message the system error's).
- */
-function clientWentAway(errors: readonly GraphQLError[]): boolean {
-  return (
-    errors.length > 0 &&
-    errors.every((e) => {
-      const cause = (e.originalError ?? (e as { cause?: unknown }).cause) as
-        | { code?: unknown }
-        | undefined;
-      // the code of the system error, or of its message ("write ECONNRESET") when only that is left
-      const code =
-        typeof cause?.code === 'string' ? cause.code : /^write (E[A-Z]+)/.exec(e.message)?.[1];
-      return code !== undefined && GONE_CODES.has(code);
-    })
-  );
-}
-
-/** Apollo's code for a graphql-js request error that carries none of its own (ours keep theirs). */
-function withDefaultCode(error: GraphQLError, code: string): GraphQLError {
-  if (error.extensions.code !== undefined) {
-    return error;
-  }
-  return new GraphQLError(error.message, {
-    nodes: error.nodes,
-    source: error.source,
-    positions: error.positions,
-    path: error.path,
-    originalError: error.originalError,
-    extensions: { ...error.extensions, code },
-  });
 }
