@@ -143,6 +143,16 @@ export class ConfigError extends Error {
 }
 
 const APOLLO_STUDIO_ORIGIN = 'https://studio.apollographql.com';
+/**
+ * Apollo Studio plus local dev servers at any port, under each name a browser may give the loopback
+ * host: a Vite or Next dev server is opened at `localhost`, `127.0.0.1` or `[::1]` alike.
+ */
+const DEFAULT_CORS_ORIGINS = [
+  APOLLO_STUDIO_ORIGIN,
+  'http://localhost:*',
+  'http://127.0.0.1:*',
+  'http://[::1]:*',
+].join(',');
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function int(
@@ -285,7 +295,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError('JWT_PRIVATE_KEY', 'must be a PEM private key');
   }
 
-  const corsOrigins = (env.CORS_ORIGINS ?? `${APOLLO_STUDIO_ORIGIN},http://localhost:*`)
+  const corsOrigins = (env.CORS_ORIGINS ?? DEFAULT_CORS_ORIGINS)
     .split(',')
     .map((o) => o.trim())
     .filter((o) => o !== '');

@@ -76,6 +76,8 @@ const CORS_ALLOWED_HEADERS = [
   'apollo-require-preflight',
   'apollographql-client-name',
   'apollographql-client-version',
+  // Apollo Client sends it; docs/graphql.md names it as an alternative to apollo-require-preflight.
+  'x-apollo-operation-name',
 ];
 
 const CORS_EXPOSED_HEADERS = [
@@ -90,7 +92,6 @@ const CORS_EXPOSED_HEADERS = [
   'RateLimit-Cost-Remaining',
   'Retry-After',
   'WWW-Authenticate',
-  'Idempotent-Replayed',
 ];
 
 const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
