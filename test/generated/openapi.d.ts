@@ -1024,7 +1024,7 @@ export interface components {
        */
       email: string;
       /**
-       * @default USER
+       * @description Omitted: the new user is a USER.
        * @enum {string}
        */
       role?: 'ADMIN' | 'USER' | 'GUEST';
@@ -1087,7 +1087,7 @@ export interface components {
        */
       email: string;
       /**
-       * @default USER
+       * @description Omitted: the current role is kept. Only administrators may change a role.
        * @enum {string}
        */
       role?: 'ADMIN' | 'USER' | 'GUEST';
@@ -1526,10 +1526,7 @@ export interface components {
         | 'messages:write'
         | 'admin'
       )[];
-      /**
-       * @description true: a public client (no secret: browser or native app); false: confidential
-       * @default false
-       */
+      /** @description true: a public client (no secret: browser or native app); false or omitted: confidential */
       public?: boolean;
     };
     OAuthClient: {
@@ -2140,7 +2137,13 @@ export interface components {
     };
   };
   responses: never;
-  parameters: never;
+  parameters: {
+    /**
+     * @deprecated
+     * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+     */
+    ApiKeyQuery: string;
+  };
   requestBodies: never;
   headers: {
     /** @description The request’s id: the client’s well-formed `X-Request-Id`, else a generated one. Quote it when reporting a problem. */
@@ -2208,6 +2211,11 @@ export interface operations {
         since?: string;
         /** @description Only entries at or before this instant (RFC 3339, inclusive). */
         until?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -3261,7 +3269,13 @@ export interface operations {
   };
   AuthController_me: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -3405,6 +3419,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -3549,7 +3568,13 @@ export interface operations {
   };
   ApiKeysController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path?: never;
       cookie?: never;
@@ -3713,7 +3738,13 @@ export interface operations {
   };
   ApiKeysController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -3877,7 +3908,13 @@ export interface operations {
   };
   ApiKeysController_revoke: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -4041,6 +4078,11 @@ export interface operations {
         /** @description As on the list: comma-separated created_at, updated_at, name; `-` for descending. */
         sort?: string;
         role?: 'ADMIN' | 'USER' | 'GUEST';
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -4189,6 +4231,11 @@ export interface operations {
         role?: 'ADMIN' | 'USER' | 'GUEST';
         /** @description Search: every word must be the start of a word of the name, or (ADMIN callers only) the start of the email; case-insensitive. Results newest first, paged by `page`/`limit` (no `sort` or `cursor` with `q`). Empty -> 400. */
         q?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -4333,7 +4380,13 @@ export interface operations {
   };
   UsersController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -4523,7 +4576,13 @@ export interface operations {
   };
   UsersController_batch: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -4726,7 +4785,13 @@ export interface operations {
   };
   UsersController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -4890,7 +4955,13 @@ export interface operations {
   };
   UsersController_replace: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -5110,7 +5181,13 @@ export interface operations {
   };
   UsersController_remove: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -5283,7 +5360,13 @@ export interface operations {
   };
   UsersController_patch: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -5522,6 +5605,11 @@ export interface operations {
         min_total_cents?: number;
         /** @description Only orders whose `total_cents` is at most this (inclusive). */
         max_total_cents?: number;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -5680,6 +5768,11 @@ export interface operations {
         min_total_cents?: number;
         /** @description Only orders whose `total_cents` is at most this (inclusive). */
         max_total_cents?: number;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -5826,6 +5919,11 @@ export interface operations {
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         status?: 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -5998,7 +6096,13 @@ export interface operations {
   };
   OrdersController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -6218,7 +6322,13 @@ export interface operations {
   };
   OrdersController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -6382,7 +6492,13 @@ export interface operations {
   };
   OrdersController_update: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -6610,6 +6726,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -6754,7 +6875,13 @@ export interface operations {
   };
   RoomsController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -6944,7 +7071,13 @@ export interface operations {
   };
   RoomsController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -7118,6 +7251,11 @@ export interface operations {
         cursor?: string;
         /** @description Only the messages sent after this one (a message id of this room, e.g. `msg_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`): how a client catches up after a reconnect. */
         after?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -7290,7 +7428,13 @@ export interface operations {
   };
   RoomsController_send: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -7519,6 +7663,11 @@ export interface operations {
         cursor?: string;
         /** @description Only the posts of this user (a user id, e.g. `usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`). */
         author_id?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -7663,7 +7812,13 @@ export interface operations {
   };
   PostsController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -7853,7 +8008,13 @@ export interface operations {
   };
   PostsController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -8017,7 +8178,13 @@ export interface operations {
   };
   PostsController_replace: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -8224,7 +8391,13 @@ export interface operations {
   };
   PostsController_remove: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -8384,7 +8557,13 @@ export interface operations {
   };
   PostsController_patch: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -8599,6 +8778,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -8743,7 +8927,13 @@ export interface operations {
   };
   OAuthClientsController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path?: never;
       cookie?: never;
@@ -8907,7 +9097,13 @@ export interface operations {
   };
   OAuthClientsController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -9071,7 +9267,13 @@ export interface operations {
   };
   OAuthClientsController_delete: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -9231,7 +9433,13 @@ export interface operations {
   };
   OAuthClientsController_update: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -9438,7 +9646,13 @@ export interface operations {
   };
   OAuthClientsController_rotateSecret: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         client_id: string;
@@ -9599,7 +9813,13 @@ export interface operations {
   };
   OAuthGrantsController_list: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -9735,7 +9955,13 @@ export interface operations {
   };
   OAuthGrantsController_revoke: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         client_id: string;
@@ -9887,6 +10113,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -10031,7 +10262,13 @@ export interface operations {
   };
   WebhooksController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -10221,7 +10458,13 @@ export interface operations {
   };
   WebhooksController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -10385,7 +10628,13 @@ export interface operations {
   };
   WebhooksController_delete: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -10545,7 +10794,13 @@ export interface operations {
   };
   WebhooksController_update: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -10752,7 +11007,13 @@ export interface operations {
   };
   WebhooksController_rotateSecret: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         id: string;
@@ -10900,7 +11161,13 @@ export interface operations {
   };
   WebhooksController_ping: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         id: string;
@@ -11056,6 +11323,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -11228,7 +11500,13 @@ export interface operations {
   };
   WebhooksController_redeliver: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         id: string;

@@ -109,8 +109,8 @@ export class CreateOAuthClientInput extends OAuthClientBranding {
   scopes!: string[];
 
   @ApiPropertyOptional({
-    default: false,
-    description: 'true: a public client (no secret: browser or native app); false: confidential',
+    description:
+      'true: a public client (no secret: browser or native app); false or omitted: confidential',
   })
   @IsOptional()
   @IsBoolean()

@@ -39,8 +39,10 @@ export class CreateUserInput {
   @MaxLength(254)
   email!: string;
 
-  @ApiPropertyOptional({ enum: ROLES, default: Role.USER })
-  @Field(() => Role, { nullable: true, description: 'Default USER.' })
+  // No `default` in the document: a generator that honours it (openapi-typescript's default
+  // options) makes the member required; what an omitted role means is said in words.
+  @ApiPropertyOptional({ enum: ROLES, description: 'Omitted: the new user is a USER.' })
+  @Field(() => Role, { nullable: true, description: 'Omitted: the new user is a USER.' })
   @ValidateIf((o: CreateUserInput) => o.role !== undefined)
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}` })
   role?: Role;
@@ -61,8 +63,17 @@ export class CreateUserInput {
   password?: string;
 }
 
-/** PUT body: the same members and rules as create (absent `age` becomes null). */
-export class ReplaceUserInput extends CreateUserInput {}
+/**
+ * PUT body: the same members and rules as create (absent `age` becomes null); an absent `role`
+ * keeps the current one (and an absent `password` too).
+ */
+export class ReplaceUserInput extends CreateUserInput {
+  @ApiPropertyOptional({
+    enum: ROLES,
+    description: 'Omitted: the current role is kept. Only administrators may change a role.',
+  })
+  override role?: Role;
+}
 
 /**
  * PATCH body (JSON merge patch, RFC 7396): every member optional; null clears `age` only.
