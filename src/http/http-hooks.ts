@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { isPreflight, originAllowed } from './cors.js';
+import { writeDeprecationHeaders } from '../common/deprecation-headers.js';
 import { DomainError } from '../common/errors.js';
 import { registerJsonParser, type JsonShapeLimits } from './json-shape.js';
 import { etagOf, noneMatchHits } from './etag.js';
@@ -264,6 +265,7 @@ export function registerHttpHooks(adapter: FastifyAdapter, options: HttpHookOpti
   );
 
   fastify.addHook('onSend', (req, reply, payload, done) => {
+    writeDeprecationHeaders(req, reply);
     if (closing || options.draining?.()) {
       void reply.header('Connection', 'close');
     }

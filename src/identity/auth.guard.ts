@@ -1,6 +1,7 @@
 import { Injectable, Optional, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { markDeprecated } from '../common/deprecation-headers.js';
 import { DomainError, Forbidden } from '../common/errors.js';
 import {
   refuseWith,
@@ -13,6 +14,7 @@ import { hasRole, type Caller, type MaybeCaller } from './caller.js';
 import { CredentialAttempts, NoCredentialAttempts } from './credential-attempts.js';
 import { CredentialsService, type CredentialCarrier } from './credentials.service.js';
 import { Role } from './role.js';
+import { API_KEY_QUERY_DEPRECATION } from './strategies/api-key.strategy.js';
 
 type AuthedRequest = FastifyRequest & { caller?: Caller };
 
@@ -73,7 +75,11 @@ export class RouteAuthenticator {
     requirement: ProtectedRoute | undefined,
   ): Promise<Caller> {
     if (!req.caller) {
-      const answer = await this.door.authenticate(restCarrier(req));
+      const carrier = restCarrier(req);
+      if (carrier.queryApiKey) {
+        markDeprecated(req, API_KEY_QUERY_DEPRECATION);
+      }
+      const answer = await this.door.authenticate(carrier);
       switch (answer.kind) {
         case 'anonymous':
           await this.countRefusal(undefined, req, reply);

@@ -2137,7 +2137,13 @@ export interface components {
     };
   };
   responses: never;
-  parameters: never;
+  parameters: {
+    /**
+     * @deprecated
+     * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+     */
+    ApiKeyQuery: string;
+  };
   requestBodies: never;
   headers: {
     /** @description The request’s id: the client’s well-formed `X-Request-Id`, else a generated one. Quote it when reporting a problem. */
@@ -2205,6 +2211,11 @@ export interface operations {
         since?: string;
         /** @description Only entries at or before this instant (RFC 3339, inclusive). */
         until?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -3258,7 +3269,13 @@ export interface operations {
   };
   AuthController_me: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -3402,6 +3419,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -3546,7 +3568,13 @@ export interface operations {
   };
   ApiKeysController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path?: never;
       cookie?: never;
@@ -3710,7 +3738,13 @@ export interface operations {
   };
   ApiKeysController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -3874,7 +3908,13 @@ export interface operations {
   };
   ApiKeysController_revoke: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -4038,6 +4078,11 @@ export interface operations {
         /** @description As on the list: comma-separated created_at, updated_at, name; `-` for descending. */
         sort?: string;
         role?: 'ADMIN' | 'USER' | 'GUEST';
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -4186,6 +4231,11 @@ export interface operations {
         role?: 'ADMIN' | 'USER' | 'GUEST';
         /** @description Search: every word must be the start of a word of the name, or (ADMIN callers only) the start of the email; case-insensitive. Results newest first, paged by `page`/`limit` (no `sort` or `cursor` with `q`). Empty -> 400. */
         q?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -4330,7 +4380,13 @@ export interface operations {
   };
   UsersController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -4520,7 +4576,13 @@ export interface operations {
   };
   UsersController_batch: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -4723,7 +4785,13 @@ export interface operations {
   };
   UsersController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -4887,7 +4955,13 @@ export interface operations {
   };
   UsersController_replace: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -5107,7 +5181,13 @@ export interface operations {
   };
   UsersController_remove: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -5280,7 +5360,13 @@ export interface operations {
   };
   UsersController_patch: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -5519,6 +5605,11 @@ export interface operations {
         min_total_cents?: number;
         /** @description Only orders whose `total_cents` is at most this (inclusive). */
         max_total_cents?: number;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -5677,6 +5768,11 @@ export interface operations {
         min_total_cents?: number;
         /** @description Only orders whose `total_cents` is at most this (inclusive). */
         max_total_cents?: number;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -5823,6 +5919,11 @@ export interface operations {
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
         status?: 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -5995,7 +6096,13 @@ export interface operations {
   };
   OrdersController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -6215,7 +6322,13 @@ export interface operations {
   };
   OrdersController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -6379,7 +6492,13 @@ export interface operations {
   };
   OrdersController_update: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -6607,6 +6726,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -6751,7 +6875,13 @@ export interface operations {
   };
   RoomsController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -6941,7 +7071,13 @@ export interface operations {
   };
   RoomsController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -7115,6 +7251,11 @@ export interface operations {
         cursor?: string;
         /** @description Only the messages sent after this one (a message id of this room, e.g. `msg_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`): how a client catches up after a reconnect. */
         after?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -7287,7 +7428,13 @@ export interface operations {
   };
   RoomsController_send: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -7516,6 +7663,11 @@ export interface operations {
         cursor?: string;
         /** @description Only the posts of this user (a user id, e.g. `usr_01JD5Z6K3M8Q2W4E6R8T0Y2U4I`). */
         author_id?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -7660,7 +7812,13 @@ export interface operations {
   };
   PostsController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -7850,7 +8008,13 @@ export interface operations {
   };
   PostsController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -8014,7 +8178,13 @@ export interface operations {
   };
   PostsController_replace: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -8221,7 +8391,13 @@ export interface operations {
   };
   PostsController_remove: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -8381,7 +8557,13 @@ export interface operations {
   };
   PostsController_patch: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -8596,6 +8778,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -8740,7 +8927,13 @@ export interface operations {
   };
   OAuthClientsController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path?: never;
       cookie?: never;
@@ -8904,7 +9097,13 @@ export interface operations {
   };
   OAuthClientsController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -9068,7 +9267,13 @@ export interface operations {
   };
   OAuthClientsController_delete: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -9228,7 +9433,13 @@ export interface operations {
   };
   OAuthClientsController_update: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -9435,7 +9646,13 @@ export interface operations {
   };
   OAuthClientsController_rotateSecret: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         client_id: string;
@@ -9596,7 +9813,13 @@ export interface operations {
   };
   OAuthGrantsController_list: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -9732,7 +9955,13 @@ export interface operations {
   };
   OAuthGrantsController_revoke: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         client_id: string;
@@ -9884,6 +10113,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -10028,7 +10262,13 @@ export interface operations {
   };
   WebhooksController_create: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description Makes a retry safe: the same key and body within 24 h return the first response (with `Idempotent-Replayed: true`); another body is 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_progress`. 1-255 visible ASCII characters. */
         'Idempotency-Key'?: string;
@@ -10218,7 +10458,13 @@ export interface operations {
   };
   WebhooksController_get: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
         'If-None-Match'?: string;
@@ -10382,7 +10628,13 @@ export interface operations {
   };
   WebhooksController_delete: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -10542,7 +10794,13 @@ export interface operations {
   };
   WebhooksController_update: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: {
         /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
         'if-match'?: string;
@@ -10749,7 +11007,13 @@ export interface operations {
   };
   WebhooksController_rotateSecret: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         id: string;
@@ -10897,7 +11161,13 @@ export interface operations {
   };
   WebhooksController_ping: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         id: string;
@@ -11053,6 +11323,11 @@ export interface operations {
         sort?: string;
         /** @description Keyset position, as found in the `Link: rel="next"` URL. */
         cursor?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
       };
       header?: {
         /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
@@ -11225,7 +11500,13 @@ export interface operations {
   };
   WebhooksController_redeliver: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
       header?: never;
       path: {
         id: string;

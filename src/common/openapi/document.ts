@@ -33,6 +33,7 @@ const IF_NONE_MATCH: ParameterObject = {
  */
 export function finishOpenApiDocument(document: OpenAPIObject): void {
   document.components ??= {};
+  documentDeprecatedQueryKey(document);
   document.components.schemas = { ...document.components.schemas, ...errorSchemas() };
   document.components.headers = { ...document.components.headers, ...HEADERS };
   const closed = new Set<SchemaObject>();
@@ -84,6 +85,38 @@ export function finishOpenApiDocument(document: OpenAPIObject): void {
               }
             : {}),
         };
+      }
+    }
+  }
+}
+
+/** The security scheme of `?api_key=`, deprecated in favour of `X-API-Key` (docs/changes.md). */
+const QUERY_KEY_SCHEME = 'api_key_query';
+
+/**
+ * `?api_key=` is a security scheme, and a security scheme has no `deprecated` member before
+ * OpenAPI 3.2: every operation that accepts it also lists it as a query parameter marked
+ * `deprecated: true` (one shared component), which generated clients and Swagger UI show.
+ */
+function documentDeprecatedQueryKey(document: OpenAPIObject): void {
+  const parameter: ParameterObject = {
+    name: 'api_key',
+    in: 'query',
+    required: false,
+    deprecated: true,
+    description:
+      'Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).',
+    schema: { type: 'string' },
+  };
+  document.components!.parameters = { ...document.components!.parameters, ApiKeyQuery: parameter };
+  for (const item of Object.values(document.paths)) {
+    for (const method of METHODS) {
+      const operation = item[method];
+      if (operation?.security?.some((s) => QUERY_KEY_SCHEME in s)) {
+        operation.parameters = [
+          ...(operation.parameters ?? []),
+          { $ref: '#/components/parameters/ApiKeyQuery' },
+        ];
       }
     }
   }

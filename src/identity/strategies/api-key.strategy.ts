@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { RestDeprecation } from '../../common/deprecation-headers.js';
 import { PassportStrategy } from '@nestjs/passport';
 import { HeaderAPIKeyStrategy } from 'passport-headerapikey';
 import { AppPassport, NOT_GLOBAL, type CarrierRequest } from '../app-passport.js';
@@ -26,7 +27,18 @@ export class ApiKeyHeaderStrategy extends PassportStrategy(HeaderAPIKeyStrategy,
   }
 }
 
-/** `?api_key=<key>` (the spec's query carrier; logs redact it). */
+/**
+ * `?api_key=` is deprecated (docs/changes.md): a credential in a URL ends up in proxy, server and
+ * browser logs and histories. It keeps working until the sunset; every REST answer to a request
+ * that carries it says so (`Deprecation`, `Sunset`, `Link rel="deprecation"`). `X-API-Key` replaces it.
+ */
+export const API_KEY_QUERY_DEPRECATION: RestDeprecation = {
+  since: new Date('2026-11-28T00:00:00Z'),
+  sunset: new Date('2027-06-01T00:00:00Z'),
+  link: '/api/docs#/deprecations',
+};
+
+/** `?api_key=<key>` (the spec's query carrier, deprecated; logs redact it). */
 @Injectable()
 export class ApiKeyQueryStrategy extends PassportStrategy(CarrierStrategy, 'api-key-query') {
   constructor(
