@@ -325,6 +325,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       operationName: payload.operationName,
       variables: payload.variables,
       caller,
+      source: payload.query,
     });
     this.telemetry.resolved(op, operation, gate.cost?.requested);
     if (!gate.passed) {

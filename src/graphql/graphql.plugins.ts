@@ -84,6 +84,7 @@ export const operationPolicyPlugin: ApolloServerPlugin<GqlContext> = {
           operationName: rc.operationName,
           variables: rc.request.variables,
           caller: rc.contextValue.caller,
+          source: rc.source,
         });
         // reported as `extensions.cost`, refused as too complex or not
         rc.contextValue.cost = gate.cost;

@@ -35,6 +35,27 @@ export function isIntrospectionQuery(
   );
 }
 
+function keyOf(
+  source: string,
+  operationName: string | null | undefined,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+): string {
+  return `${operationName ?? ''}\u0000${variables ? JSON.stringify(variables) : ''}\u0000${source}`;
+}
+
+/**
+ * True when introspectionResult would answer this query from memory without executing it (the
+ * operation gate charges such an answer less: cost.ts `cachedIntrospectionCost`).
+ */
+export function introspectionCached(
+  schema: GraphQLSchema,
+  source: string,
+  operationName: string | null | undefined,
+  variables: Readonly<Record<string, unknown>> | null | undefined,
+): boolean {
+  return caches.get(schema)?.entries.has(keyOf(source, operationName, variables)) ?? false;
+}
+
 /**
  * The answer to an introspection-only query (isIntrospectionQuery), executed once per schema and
  * distinct document text, operation name and variables, then served from memory: the schema never
@@ -53,7 +74,7 @@ export function introspectionResult(
     cache = { entries: new Map(), bytes: 0 };
     caches.set(schema, cache);
   }
-  const key = `${operationName ?? ''}\u0000${variables ? JSON.stringify(variables) : ''}\u0000${source}`;
+  const key = keyOf(source, operationName, variables);
   const hit = cache.entries.get(key);
   if (hit) {
     // most recently used last: the oldest are evicted first

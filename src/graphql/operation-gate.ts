@@ -7,7 +7,14 @@ import {
 } from 'graphql';
 import type { Caller } from '../identity/caller.js';
 import { operationScopeRefusal } from './directives/auth.directive.js';
-import { MAX_QUERY_COST, MAX_SUBSCRIPTION_COST, operationCost, tooComplex } from './cost.js';
+import {
+  cachedIntrospectionCost,
+  MAX_QUERY_COST,
+  MAX_SUBSCRIPTION_COST,
+  operationCost,
+  tooComplex,
+} from './cost.js';
+import { introspectionCached, isIntrospectionQuery } from './introspection-cache.js';
 import { authenticationRequired, isIntrospectionOnly } from './operation-rules.js';
 
 /** One GraphQL operation, parsed and validated, with who sends it. */
@@ -18,6 +25,8 @@ export interface GateOperation {
   operationName: string | null | undefined;
   variables: Record<string, unknown> | null | undefined;
   caller: Caller | undefined;
+  /** The document's text: the key of the introspection cache. */
+  source: string;
 }
 
 /** An operation the gate let through, with its cost and the limit it was held to. */
@@ -47,7 +56,8 @@ export interface GateRefused {
  *    whole (FORBIDDEN with `requiredScopes`, auth.directive.ts);
  * 3. cost: computed from the document and the variables (BAD_USER_INPUT when the variables do not
  *    coerce) and held to MAX_QUERY_COST, or MAX_SUBSCRIPTION_COST for a subscription, which is
- *    charged again for every event (QUERY_TOO_COMPLEX).
+ *    charged again for every event (QUERY_TOO_COMPLEX). An introspection-only query whose answer is
+ *    already cached is held to the limit at its full cost but costs `cachedIntrospectionCost`.
  *
  * Rate limits (the identity's request bucket and cost budget) come after, charged by each transport
  * with the cost returned here.
@@ -84,6 +94,12 @@ export function operationGate(op: GateOperation): GatePassed | GateRefused {
       status: 400,
       cost: { requested, limit },
     };
+  }
+  if (
+    isIntrospectionQuery(op.document, op.operation) &&
+    introspectionCached(op.schema, op.source, op.operationName, op.variables)
+  ) {
+    requested = cachedIntrospectionCost(requested);
   }
   return { passed: true, cost: { requested, limit } };
 }
