@@ -4,6 +4,7 @@ import { OrdersService } from '../../src/orders/orders.service.js';
 import { LAST_ADMIN_MESSAGE } from '../../src/users/admin-rules.service.js';
 import { UserAccountsService } from '../../src/users/user-accounts.service.js';
 import { UsersService } from '../../src/users/users.service.js';
+import { unique } from '../helpers/factories.js';
 import {
   bootstrapAdmin,
   newUser,
@@ -122,5 +123,46 @@ describe('service: list query parameters', () => {
     await expect(
       orders.listForUser(owner, owner.userId, { status: 'pending', sort: '-created_at' }),
     ).resolves.toMatchObject({ data: [] });
+  });
+});
+
+/**
+ * Who may create and delete accounts (docs/contract.md section 7, docs/oauth.md), through
+ * UserAccountsService with callers the HTTP tests need a credential of each kind for.
+ */
+describe('service: who may create and delete accounts', () => {
+  let s: ServiceContext;
+
+  beforeAll(async () => {
+    s = await startServiceContext();
+  });
+  afterAll(() => s?.close());
+
+  it('only an ADMIN creates users, and not through a partner app; a USER deletes themself only', async () => {
+    const accounts = s.ctx.get(UserAccountsService);
+    const users = s.ctx.get(UsersService);
+    const admin = await bootstrapAdmin(s);
+    const { caller: user } = await newUser(s, admin, Role.USER);
+    const { user: other, caller: guest } = await newUser(s, admin, Role.GUEST);
+    const live = (await users.list(admin, {})).meta.total;
+    const input = { name: 'New', email: `new.${unique()}@example.com`, role: Role.USER };
+    await expect(accounts.create(user, input)).rejects.toMatchObject({
+      code: 'forbidden',
+      message: 'Only administrators can create users',
+    });
+    await expect(accounts.create(guest, input)).rejects.toMatchObject({ code: 'forbidden' });
+    // an ADMIN's OAuth token, even with the admin scope: account fields stay first-party
+    const app = { ...admin, method: 'oauth' as const, clientId: 'cli_partner', scopes: ['admin'] };
+    await expect(accounts.create(app, input)).rejects.toMatchObject({
+      code: 'forbidden',
+      message: expect.stringContaining('A partner app cannot create users'),
+    });
+    // none of the refused calls created the user
+    expect((await users.list(admin, {})).meta.total).toBe(live);
+
+    await expect(accounts.remove(user, other.id)).rejects.toMatchObject({ code: 'forbidden' });
+    expect((await users.get(admin, other.id)).id).toBe(other.id);
+    expect(await accounts.remove(user, user.userId)).toMatchObject({ id: user.userId });
+    await expect(users.get(admin, user.userId)).rejects.toMatchObject({ code: 'not_found' });
   });
 });
