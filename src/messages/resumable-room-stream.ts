@@ -280,7 +280,12 @@ export async function resumableRoomStream(
       const first = queue.shift();
       if (first !== undefined) {
         gate?.queue.remove(first.bytes);
-        return Promise.resolve({ value: first.item, done: false });
+        // a queued (replayed) event is handed over in a later turn of the event loop: a replay
+        // of hundreds of queued events would otherwise run as one chain of microtasks, and other
+        // clients' requests would wait for all of it (docs/realtime.md, "Bounded replays")
+        return new Promise((resolve) =>
+          setImmediate(() => resolve({ value: first.item, done: false })),
+        );
       }
       if (done) {
         return Promise.resolve({ value: undefined, done: true });
