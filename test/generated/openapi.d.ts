@@ -1939,6 +1939,20 @@ export interface components {
       /** @example email must be a valid email address */
       message: string;
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "bad_request",
+     *         "message": "Invalid query parameters",
+     *         "details": [
+     *           {
+     *             "field": "limit",
+     *             "message": "limit must be an integer from 1 to 100"
+     *           }
+     *         ]
+     *       }
+     *     }
+     */
     BadRequestError: {
       error: {
         /**
@@ -1946,13 +1960,21 @@ export interface components {
          * @enum {string}
          */
         code: 'bad_request' | 'unsupported_version';
-        /** @example Bad Request */
+        /** @example Invalid query parameters */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "unauthorized",
+     *         "message": "Authentication required"
+     *       }
+     *     }
+     */
     UnauthorizedError: {
       error: {
         /**
@@ -1960,13 +1982,21 @@ export interface components {
          * @enum {string}
          */
         code: 'unauthorized';
-        /** @example Unauthorized */
+        /** @example Authentication required */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "forbidden",
+     *         "message": "You do not have permission for this action"
+     *       }
+     *     }
+     */
     ForbiddenError: {
       error: {
         /**
@@ -1974,13 +2004,21 @@ export interface components {
          * @enum {string}
          */
         code: 'forbidden' | 'insufficient_scope';
-        /** @example Forbidden */
+        /** @example You do not have permission for this action */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "not_found",
+     *         "message": "User not found"
+     *       }
+     *     }
+     */
     NotFoundError: {
       error: {
         /**
@@ -1988,13 +2026,21 @@ export interface components {
          * @enum {string}
          */
         code: 'not_found';
-        /** @example Not Found */
+        /** @example User not found */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "not_acceptable",
+     *         "message": "This endpoint only produces application/json"
+     *       }
+     *     }
+     */
     NotAcceptableError: {
       error: {
         /**
@@ -2002,13 +2048,21 @@ export interface components {
          * @enum {string}
          */
         code: 'not_acceptable';
-        /** @example Not Acceptable */
+        /** @example This endpoint only produces application/json */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "conflict",
+     *         "message": "A user with this email already exists"
+     *       }
+     *     }
+     */
     ConflictError: {
       error: {
         /**
@@ -2016,13 +2070,21 @@ export interface components {
          * @enum {string}
          */
         code: 'conflict' | 'idempotency_key_in_progress';
-        /** @example Conflict */
+        /** @example A user with this email already exists */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "precondition_failed",
+     *         "message": "The resource has changed (If-Match does not match)"
+     *       }
+     *     }
+     */
     PreconditionFailedError: {
       error: {
         /**
@@ -2030,13 +2092,21 @@ export interface components {
          * @enum {string}
          */
         code: 'precondition_failed';
-        /** @example Precondition Failed */
+        /** @example The resource has changed (If-Match does not match) */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "payload_too_large",
+     *         "message": "The request body exceeds 1 MiB"
+     *       }
+     *     }
+     */
     PayloadTooLargeError: {
       error: {
         /**
@@ -2044,13 +2114,21 @@ export interface components {
          * @enum {string}
          */
         code: 'payload_too_large';
-        /** @example Payload Too Large */
+        /** @example The request body exceeds 1 MiB */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "bad_request",
+     *         "message": "A path segment exceeds 100 characters"
+     *       }
+     *     }
+     */
     UriTooLongError: {
       error: {
         /**
@@ -2058,13 +2136,21 @@ export interface components {
          * @enum {string}
          */
         code: 'bad_request';
-        /** @example URI Too Long */
+        /** @example A path segment exceeds 100 characters */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "unsupported_media_type",
+     *         "message": "Unsupported Content-Type: send application/json"
+     *       }
+     *     }
+     */
     UnsupportedMediaTypeError: {
       error: {
         /**
@@ -2072,13 +2158,27 @@ export interface components {
          * @enum {string}
          */
         code: 'unsupported_media_type';
-        /** @example Unsupported Media Type */
+        /** @example Unsupported Content-Type: send application/json */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "validation_failed",
+     *         "message": "Validation failed",
+     *         "details": [
+     *           {
+     *             "field": "email",
+     *             "message": "email must be a valid email address"
+     *           }
+     *         ]
+     *       }
+     *     }
+     */
     UnprocessableEntityError: {
       error: {
         /**
@@ -2086,13 +2186,21 @@ export interface components {
          * @enum {string}
          */
         code: 'validation_failed' | 'idempotency_key_reused';
-        /** @example Unprocessable Entity */
+        /** @example Validation failed */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "rate_limited",
+     *         "message": "Too many requests; retry in 12 s"
+     *       }
+     *     }
+     */
     TooManyRequestsError: {
       error: {
         /**
@@ -2100,13 +2208,22 @@ export interface components {
          * @enum {string}
          */
         code: 'rate_limited';
-        /** @example Too Many Requests */
+        /** @example Too many requests; retry in 12 s */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "internal_error",
+     *         "message": "Internal server error; quote the request id when reporting it",
+     *         "request_id": "5f0c2a9e-3b7d-4e21-9a4c-8d1e6f2b7c30"
+     *       }
+     *     }
+     */
     InternalServerErrorError: {
       error: {
         /**
@@ -2114,13 +2231,22 @@ export interface components {
          * @enum {string}
          */
         code: 'internal_error';
-        /** @example Internal Server Error */
+        /** @example Internal server error; quote the request id when reporting it */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
       };
     };
+    /**
+     * @example {
+     *       "error": {
+     *         "code": "service_unavailable",
+     *         "message": "The database is temporarily unavailable; retry shortly",
+     *         "request_id": "5f0c2a9e-3b7d-4e21-9a4c-8d1e6f2b7c30"
+     *       }
+     *     }
+     */
     ServiceUnavailableError: {
       error: {
         /**
@@ -2128,7 +2254,7 @@ export interface components {
          * @enum {string}
          */
         code: 'service_unavailable';
-        /** @example Service Unavailable */
+        /** @example The database is temporarily unavailable; retry shortly */
         message: string;
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
