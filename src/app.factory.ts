@@ -188,6 +188,9 @@ export async function createApp(
       { path: 'health/live', method: RequestMethod.GET },
       { path: 'health/ready', method: RequestMethod.GET },
       { path: 'metrics', method: RequestMethod.GET },
+      // the pointers of src/health/api-index.controller.ts
+      { path: '/', method: RequestMethod.GET },
+      { path: 'api/v1', method: RequestMethod.GET },
     ],
   });
   app.useGlobalFilters(new HttpExceptionFilter());

@@ -4,8 +4,13 @@ import { AdminRulesService } from './admin-rules.service.js';
 
 /**
  * ADMIN_EMAIL/ADMIN_PASSWORD at boot, when no live ADMIN exists: the live user with that email is
- * promoted (logged at warn), or that ADMIN is created (docs/contract.md, "The last ADMIN").
+ * promoted (logged at warn), or that ADMIN is created (docs/contract.md, "The last ADMIN"). Without
+ * them and without a live ADMIN, one warning says how to create one: a newcomer's first boot would
+ * otherwise leave them with no account that can create users.
  */
+const NO_ADMIN_MESSAGE =
+  'No ADMIN exists: set ADMIN_EMAIL and ADMIN_PASSWORD and restart to create one (docs/deployment.md)';
+
 @Injectable()
 export class AdminBootstrap implements OnApplicationBootstrap {
   private readonly logger = new Logger(AdminBootstrap.name);
@@ -18,6 +23,9 @@ export class AdminBootstrap implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     const { adminEmail, adminPassword } = this.config;
     if (!adminEmail || !adminPassword) {
+      if (!(await this.adminRules.liveAdminExists())) {
+        this.logger.warn(NO_ADMIN_MESSAGE);
+      }
       return;
     }
     const outcome = await this.adminRules.ensureAdmin(adminEmail, adminPassword);

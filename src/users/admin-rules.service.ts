@@ -79,6 +79,11 @@ export class AdminRulesService {
     );
   }
 
+  /** True when a live (not deleted) ADMIN exists: the boot says how to create one otherwise. */
+  liveAdminExists(): Promise<boolean> {
+    return this.db.transaction(({ manager }) => this.users.liveAdminExists(manager));
+  }
+
   /**
    * At boot, when no live ADMIN exists: the live user with this email becomes ADMIN (it keeps its own
    * password; one without a password gets `password`), or, when there is none (a soft-deleted user
