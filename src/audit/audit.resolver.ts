@@ -12,8 +12,14 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { encodeCursor, orderKeyOf } from '../database/paging.js';
-import { Connection, type ConnectionValue } from '../graphql/connection.js';
+import {
+  connectionFromPage,
+  encodeCursor,
+  mapConnection,
+  orderKeyOf,
+  type ConnectionValue,
+} from '../database/paging.js';
+import { Connection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 import type { AuditEvent } from './audit-event.js';
@@ -162,20 +168,9 @@ export class AuditResolver {
       { page: 1, limit: first ?? DEFAULT_LIMIT, sort, filters: {}, cursor: after ?? undefined },
     );
     const key = orderKeyOf('audit-events', sort);
-    const edges = page.data.map((e) => ({
-      cursor: encodeCursor(key, [e.at], e.id),
-      node: toModel(e),
-    }));
-    return {
-      edges,
-      nodes: edges.map((e) => e.node),
-      pageInfo: {
-        hasNextPage: page.next !== null && page.next !== undefined,
-        hasPreviousPage: after !== undefined && after !== null,
-        startCursor: edges[0]?.cursor ?? null,
-        endCursor: edges[edges.length - 1]?.cursor ?? null,
-      },
-      totalCount: page.meta.total,
-    };
+    return mapConnection(
+      connectionFromPage(page, (e) => encodeCursor(key, [e.at], e.id), after),
+      toModel,
+    );
   }
 }

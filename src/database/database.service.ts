@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, QueryFailedError, type QueryRunner } from 'typeorm';
-import type { ListQuery, PageMeta } from '../common/list-query.js';
 import { typeormPgPool, typeormSqliteConnection } from '../common/library-internals.js';
 import { StorageRelease } from '../common/storage-release.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -250,33 +249,6 @@ export class DatabaseService {
       this.metrics?.recordQuery((performance.now() - started) / 1000, false);
       throw new QueryFailedError(sql, values, err as Error);
     }
-  }
-
-  /**
-   * One page of a page-numbered list: the total with COUNT(*) (TypeORM's COUNT(1) is a scan on SQLite)
-   * and the page's rows. `from`, `where` and `orderBy` are SQL built from whitelisted names only;
-   * values travel in `params`.
-   */
-  async page<R>(
-    sql: { columns: string; from: string; where: string; orderBy: string },
-    params: unknown[],
-    query: Pick<ListQuery, 'page' | 'limit'>,
-  ): Promise<{ rows: R[]; meta: PageMeta }> {
-    const [count] = await this.query<{ total: number | string }>(
-      `SELECT COUNT(*) AS total FROM ${sql.from} WHERE ${sql.where}`,
-      params,
-    );
-    // LIMIT/OFFSET are bound, not inlined, so one prepared statement serves every page
-    const n = params.length;
-    const rows = await this.query<R>(
-      `SELECT ${sql.columns} FROM ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy}
-       LIMIT ${this.p(n + 1)} OFFSET ${this.p(n + 2)}`,
-      [...params, query.limit, (query.page - 1) * query.limit],
-    );
-    return {
-      rows,
-      meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) },
-    };
   }
 
   /**

@@ -279,6 +279,35 @@ export async function listPage<R extends { id: string }>(
   return { rows: page, meta: { page: pageNumber, limit: query.limit, total: count }, next };
 }
 
+/**
+ * One page of a list paged by page number only (`GET /api-keys`, OAuth clients: few rows per
+ * caller, outside the O(1) lists): the total with COUNT(*) (TypeORM's COUNT(1) is a scan on
+ * SQLite) and the page's rows. `from`, `where` and `orderBy` are SQL built from whitelisted names
+ * only; values travel in `params`.
+ */
+export async function numberedPage<R>(
+  db: DatabaseService,
+  sql: { columns: string; from: string; where: string; orderBy: string },
+  params: unknown[],
+  query: Pick<ListQuery, 'page' | 'limit'>,
+): Promise<{ rows: R[]; meta: PageMeta }> {
+  const [count] = await db.query<{ total: number | string }>(
+    `SELECT COUNT(*) AS total FROM ${sql.from} WHERE ${sql.where}`,
+    params,
+  );
+  // LIMIT/OFFSET are bound, not inlined, so one prepared statement serves every page
+  const n = params.length;
+  const rows = await db.query<R>(
+    `SELECT ${sql.columns} FROM ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy}
+     LIMIT ${db.p(n + 1)} OFFSET ${db.p(n + 2)}`,
+    [...params, query.limit, (query.page - 1) * query.limit],
+  );
+  return {
+    rows,
+    meta: { page: query.page, limit: query.limit, total: Number(count?.total ?? 0) },
+  };
+}
+
 // ---- connection windows (GraphQL first/after/last/before) -------------------------------------
 
 /** Validated paging: how many rows, which way, between which keyset positions. */
@@ -336,7 +365,7 @@ export function pageWindow(args: PageArgs, orderKey: string, max = MAX_LIMIT): P
 /**
  * SQL pieces of a keyset page over `(column, id)` ordered `desc` or not. `p(n)` is the dialect's
  * placeholder; `params` receives the bound values. Fetch `limit` rows (one more than the page size)
- * with `ORDER BY orderBy` and hand them to `connectionFromRows`.
+ * with `ORDER BY orderBy` and hand them to `connectionFromRows` (below).
  */
 export function keysetSql(
   window: PageWindow,
@@ -362,4 +391,117 @@ export function keysetSql(
   const scanDesc = desc !== window.backward;
   const dir = scanDesc ? 'DESC' : 'ASC';
   return { where, orderBy: `${col} ${dir}, ${id} ${dir}`, limit: window.size + 1 };
+}
+
+// ---- connection values (GraphQL) ---------------------------------------------------------------
+
+/** Runtime shape of a connection. Promise-valued getters are evaluated only when selected. */
+export interface ConnectionValue<T> {
+  readonly edges: { cursor: string; node: T }[];
+  nodes: T[];
+  pageInfo: {
+    readonly hasNextPage: boolean | Promise<boolean>;
+    readonly hasPreviousPage: boolean | Promise<boolean>;
+    readonly startCursor: string | null;
+    readonly endCursor: string | null;
+  };
+  /** May be a promise: computed only when selected (see connectionFromRows). */
+  readonly totalCount: number | Promise<number>;
+}
+
+/** Builds the connection from rows fetched by `keysetSql` (at most size + 1, in scan order). */
+export function connectionFromRows<T>(
+  rows: T[],
+  window: PageWindow,
+  cursorOf: (row: T) => string,
+  lazy: {
+    totalCount: () => Promise<number>;
+    /** Is there any row before `after` (forward paging) / after `before` (backward paging)? */
+    existsBeyond?: (side: 'before-after' | 'after-before') => Promise<boolean>;
+  },
+): ConnectionValue<T> {
+  const more = rows.length > window.size;
+  const page = more ? rows.slice(0, window.size) : rows.slice();
+  if (window.backward) {
+    page.reverse();
+  }
+  // Edges and cursors are built only when selected (a page of 20 users asking for `nodes` of 5 posts
+  // each would otherwise encode 120 cursors nobody reads), once.
+  let edges: { cursor: string; node: T }[] | undefined;
+  const edgesOf = () => (edges ??= page.map((node) => ({ cursor: cursorOf(node), node })));
+  const beyond = (
+    given: unknown,
+    side: 'before-after' | 'after-before',
+  ): Promise<boolean> | boolean => (given && lazy.existsBeyond ? lazy.existsBeyond(side) : false);
+  // Getters: the extra statements run only when the client selects these fields.
+  const pageInfo = {
+    get hasNextPage() {
+      return window.backward ? beyond(window.before, 'after-before') : more;
+    },
+    get hasPreviousPage() {
+      return window.backward ? more : beyond(window.after, 'before-after');
+    },
+    get startCursor() {
+      return edgesOf()[0]?.cursor ?? null;
+    },
+    get endCursor() {
+      const all = edgesOf();
+      return all[all.length - 1]?.cursor ?? null;
+    },
+  };
+  return {
+    get edges() {
+      return edgesOf();
+    },
+    nodes: page,
+    pageInfo,
+    get totalCount() {
+      return lazy.totalCount();
+    },
+  };
+}
+
+/**
+ * The same connection over other nodes (`map` of each node), as lazy as the original: edges,
+ * cursors and the total are still computed only when selected.
+ */
+export function mapConnection<T, U>(
+  connection: ConnectionValue<T>,
+  map: (node: T) => U,
+): ConnectionValue<U> {
+  const nodes = connection.nodes.map(map);
+  let edges: { cursor: string; node: U }[] | undefined;
+  return {
+    get edges() {
+      return (edges ??= connection.edges.map((e, i) => ({ cursor: e.cursor, node: nodes[i] })));
+    },
+    nodes,
+    pageInfo: connection.pageInfo,
+    get totalCount() {
+      return connection.totalCount;
+    },
+  };
+}
+
+/**
+ * The connection of a REST page (GraphQL lists that read the same page as their REST list: the
+ * REST cursor is the connection's cursor). Forward paging only: something precedes `after`.
+ */
+export function connectionFromPage<T>(
+  page: { data: T[]; meta: PageMeta; next?: string | null },
+  cursorOf: (node: T) => string,
+  after: string | null | undefined,
+): ConnectionValue<T> {
+  const edges = page.data.map((node) => ({ cursor: cursorOf(node), node }));
+  return {
+    edges,
+    nodes: page.data,
+    pageInfo: {
+      hasNextPage: page.next !== null && page.next !== undefined,
+      hasPreviousPage: after !== undefined && after !== null,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges[edges.length - 1]?.cursor ?? null,
+    },
+    totalCount: page.meta.total,
+  };
 }

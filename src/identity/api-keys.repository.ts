@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, PageMeta } from '../common/list-query.js';
-import { orderBySql } from '../database/paging.js';
+import { numberedPage, orderBySql } from '../database/paging.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { Role } from './role.js';
 
@@ -76,7 +76,8 @@ export class ApiKeysRepository {
       conditions.push(`role IN (${filter.roles.map((r) => `'${r}'`).join(', ')})`);
     }
     const where = conditions.length > 0 ? conditions.join(' AND ') : '1 = 1';
-    return this.db.page<ApiKeyRecord>(
+    return numberedPage<ApiKeyRecord>(
+      this.db,
       {
         columns: COLUMNS,
         from: 'api_keys',

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/paging.js';
+import { keysetSql, listPage, type PageWindow } from '../database/paging.js';
 import type { Room } from './message.js';
 import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.row.js';
 
@@ -39,15 +39,12 @@ export class RoomsRepository {
   }
 
   /** `size + 1` rooms in creation order, after a `[created_at, id]` position when given. */
-  async page(opts: { size: number; after?: [unknown, string] }): Promise<Room[]> {
+  async page(window: PageWindow): Promise<Room[]> {
     const params: unknown[] = [];
-    let where = '';
-    if (opts.after) {
-      params.push(opts.after[0], opts.after[1]);
-      where = `WHERE (created_at, id) > (${this.p(1)}, ${this.p(2)})`;
-    }
+    const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), params);
+    const where = ks.where.length > 0 ? `WHERE ${ks.where.join(' AND ')}` : '';
     const rows = await this.db.query<RoomRow>(
-      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY created_at ASC, id ASC LIMIT ${Math.trunc(opts.size) + 1}`,
+      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY ${ks.orderBy} LIMIT ${Math.trunc(ks.limit)}`,
       params,
     );
     return rows.map(roomFromRow);

@@ -12,8 +12,13 @@ import {
 } from '@nestjs/graphql';
 import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
-import { connectionFromRows, mapConnection, type ConnectionValue } from '../graphql/connection.js';
-import { encodeCursor, pageWindow } from '../database/paging.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  mapConnection,
+  pageWindow,
+  type ConnectionValue,
+} from '../database/paging.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateRoomInput } from './dto/message.inputs.js';
 import type { Message, Room } from './message.js';
@@ -21,7 +26,6 @@ import { MessageConnection, RoomConnection, RoomModel } from './message.model.js
 import { MessagesService, type SequencedMessage } from './messages.service.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
-const ROOM_KEY = 'created_at';
 const MESSAGE_KEY = 'seq';
 
 /** Rooms: queries, creation, and `Room.messages` (batched over a list of rooms). */
@@ -43,13 +47,7 @@ export class RoomsResolver {
     @Args('first', { type: () => Int, nullable: true }) first?: number,
     @Args('after', { type: () => String, nullable: true }) after?: string,
   ): Promise<ConnectionValue<Room>> {
-    requireCaller(ctx.caller);
-    const window = pageWindow({ first, after }, ROOM_KEY);
-    const rows = await this.rooms.page(ctx.caller, { size: window.size, after: window.after });
-    return connectionFromRows(rows, window, (r) => encodeCursor(ROOM_KEY, [r.createdAt], r.id), {
-      totalCount: () => this.rooms.count(),
-      existsBeyond: async () => window.after !== undefined,
-    });
+    return this.rooms.connection(ctx.caller, { first, after });
   }
 
   @Query(() => RoomModel, { nullable: true, description: 'A room by id (NOT_FOUND when unknown).' })

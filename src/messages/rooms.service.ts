@@ -7,6 +7,13 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+  type PageArgs,
+} from '../database/paging.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
 import type { Room } from './message.js';
 import { RoomsRepository } from './rooms.repository.js';
@@ -16,6 +23,9 @@ export const ROOM_LIST_SPEC: ListSpec<never> = {
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: {},
 };
+
+/** Cursor key of the `rooms` connection (kept as issued: docs/lists.md, "Paging module"). */
+const ROOM_KEY = 'created_at';
 
 /** Rooms: every authenticated caller reads them; USER and ADMIN create them (docs/contract.md section 7). */
 @Injectable()
@@ -33,18 +43,18 @@ export class RoomsService {
     return this.repository.list(query, this.counters.get(CountKeys.rooms()));
   }
 
-  /** Keyset page in creation order for GraphQL `rooms`: `after` is a `[created_at, id]` position. */
-  async page(
+  /** GraphQL `rooms`: a keyset page in creation order, the total from the counters (O(1)). */
+  async connection(
     caller: MaybeCaller,
-    opts: { size: number; after?: [unknown, string] },
-  ): Promise<Room[]> {
+    args: Pick<PageArgs, 'first' | 'after'>,
+  ): Promise<ConnectionValue<Room>> {
     requireCaller(caller);
-    return this.repository.page(opts);
-  }
-
-  /** Rooms in all: one counter read (CountersRepository). */
-  async count(): Promise<number> {
-    return this.counters.get(CountKeys.rooms());
+    const window = pageWindow({ first: args.first, after: args.after }, ROOM_KEY);
+    const rows = await this.repository.page(window);
+    return connectionFromRows(rows, window, (r) => encodeCursor(ROOM_KEY, [r.createdAt], r.id), {
+      totalCount: () => this.counters.get(CountKeys.rooms()),
+      existsBeyond: async () => window.after !== undefined,
+    });
   }
 
   async get(caller: MaybeCaller, id: string): Promise<Room> {

@@ -12,7 +12,8 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, type ListQuery } from '../common/list-query.js';
-import { OrderDirection, type ConnectionValue } from '../graphql/connection.js';
+import { connectionFromPage, mapConnection, type ConnectionValue } from '../database/paging.js';
+import { OrderDirection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
@@ -119,20 +120,13 @@ export class OrdersListResolver {
       cursor: after ?? undefined,
     };
     const { rows, meta, next } = await this.list.pageOf(resolved, query);
-    const edges = rows.map((row) => ({
-      cursor: this.list.cursorOf(row, query),
-      node: orderFromRow(row),
-    }));
-    return {
-      edges,
-      nodes: edges.map((e) => e.node),
-      pageInfo: {
-        hasNextPage: next !== null,
-        hasPreviousPage: after !== undefined && after !== null,
-        startCursor: edges[0]?.cursor ?? null,
-        endCursor: edges[edges.length - 1]?.cursor ?? null,
-      },
-      totalCount: meta.total,
-    };
+    return mapConnection(
+      connectionFromPage(
+        { data: rows, meta, next },
+        (row) => this.list.cursorOf(row, query),
+        after,
+      ),
+      orderFromRow,
+    );
   }
 }

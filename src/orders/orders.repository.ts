@@ -3,11 +3,13 @@ import type { EntityManager } from 'typeorm';
 import {
   encodeCursor,
   keysetAfterSql,
+  keysetSql,
   listPage,
   orderBySql,
   orderKeyOf,
   releaseBatch,
   type ListPage,
+  type PageWindow,
 } from '../database/paging.js';
 import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -83,7 +85,7 @@ export class OrdersRepository {
    */
   async firstOfUsers(
     userIds: readonly string[],
-    opts: { size: number; after?: [unknown, string]; status?: OrderStatus },
+    opts: { size: number; after?: PageWindow['after']; status?: OrderStatus },
   ): Promise<Order[]> {
     if (userIds.length === 0) {
       return [];
@@ -98,13 +100,11 @@ export class OrdersRepository {
         params.push(opts.status);
         where.push(`status = ${this.p(params.length)}`);
       }
-      if (opts.after) {
-        params.push(opts.after[0], opts.after[1]);
-        where.push(`(created_at, id) > (${this.p(params.length - 1)}, ${this.p(params.length)})`);
-      }
-      params.push(opts.size + 1);
-      return `SELECT * FROM (SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where.join(' AND ')}
-                ORDER BY created_at ASC, id ASC LIMIT ${this.p(params.length)}) u${i}`;
+      const window = { size: opts.size, backward: false, after: opts.after };
+      const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), params);
+      params.push(ks.limit);
+      return `SELECT * FROM (SELECT ${ORDER_COLUMNS} FROM orders WHERE ${[...where, ...ks.where].join(' AND ')}
+                ORDER BY ${ks.orderBy} LIMIT ${this.p(params.length)}) u${i}`;
     });
     const rows = await this.db.query<OrderRow>(parts.join(' UNION ALL '), params);
     return rows.map(orderFromRow);

@@ -11,8 +11,12 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import { connectionFromRows, type ConnectionValue } from '../graphql/connection.js';
-import { encodeCursor, pageWindow } from '../database/paging.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+} from '../database/paging.js';
 import { NodeRegistry } from '../graphql/node.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';

@@ -15,6 +15,7 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
+import type { PageWindow } from '../database/paging.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { decideTransition, nextStatuses } from './order-status.js';
@@ -98,7 +99,7 @@ export class OrdersService {
    */
   async pagesForUsers(
     userIds: readonly string[],
-    opts: { size: number; after?: [unknown, string]; status?: OrderStatus },
+    opts: { size: number; after?: PageWindow['after']; status?: OrderStatus },
   ): Promise<Map<string, Order[]>> {
     const pages = new Map<string, Order[]>(userIds.map((id) => [id, []]));
     if (userIds.length === 0) {

@@ -1,6 +1,11 @@
 import { Args, Context, Int, Parent, ResolveField, Resolver } from '@nestjs/graphql';
-import { connectionFromRows, type ConnectionValue } from '../graphql/connection.js';
-import { encodeCursor, pageWindow, type PageWindow } from '../database/paging.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+  type PageWindow,
+} from '../database/paging.js';
 import type { GqlContext } from '../graphql/context.js';
 import { PlainResolvers } from '../graphql/plain-resolvers.js';
 import { groupBy } from '../graphql/loaders.js';

@@ -3,6 +3,14 @@ import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  mapConnection,
+  pageWindow,
+  type ConnectionValue,
+  type PageArgs,
+} from '../database/paging.js';
 import { MAX_SEARCH_WORDS } from '../database/search-query.js';
 import type { User } from './user.js';
 import { userFromRow, type UserRow } from './users.row.js';
@@ -10,6 +18,9 @@ import { searchTokens, UsersRepository, type SearchToken } from './users.reposit
 
 /** The users list's sort columns (as in UsersService). */
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
+
+/** Cursor key of `users(query:)` pages: the position is the row's offset in the search's order. */
+const SEARCH_KEY = 'users:search';
 
 /** The users export: the list's sort and `role` filter (no search, no paging). */
 export const USER_EXPORT_SPEC: ListSpec<'role'> = {
@@ -68,23 +79,36 @@ export class UserSearchService {
   }
 
   /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */
-  async searchUsers(
+  async searchConnection(
     caller: MaybeCaller,
     q: unknown,
     role: Role | undefined,
-    limit: number,
-    offset: number,
-  ): Promise<{ users: User[]; total: number }> {
+    args: Pick<PageArgs, 'first' | 'after'>,
+  ): Promise<ConnectionValue<User>> {
+    const window = pageWindow({ first: args.first, after: args.after }, SEARCH_KEY);
+    const offset = window.after ? Number(window.after[0]) : 0;
+    if (!Number.isInteger(offset) || offset < 0) {
+      throw BadRequest('Invalid cursor in after', [
+        { field: 'after', message: 'after is not a cursor of this search' },
+      ]);
+    }
     requireCaller(caller);
     const tokens = searchQueryTokens(q, 'query');
     const { rows, total } = await this.users.searchPage(
       tokens,
       mayMatchEmails(caller),
       role,
-      limit,
+      window.size + 1,
       offset,
     );
-    return { users: rows.map(userFromRow), total };
+    const hits = rows.map((row, i) => ({ user: userFromRow(row), at: offset + i + 1 }));
+    const connection = connectionFromRows(
+      hits,
+      window,
+      (r) => encodeCursor(SEARCH_KEY, [r.at], r.user.id),
+      { totalCount: () => Promise.resolve(total), existsBeyond: () => Promise.resolve(offset > 0) },
+    );
+    return mapConnection(connection, (r) => r.user);
   }
 }
 

@@ -21,7 +21,7 @@ import { USER_COLUMNS, userFromRow, type UserRow } from './users.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
 
-type UserOrderField = keyof typeof SORT_COLUMNS;
+export type UserOrderField = keyof typeof SORT_COLUMNS;
 
 /** A keyset page (GraphQL connections): filter, ordering and the window between cursors. */
 export interface UserPageQuery {

@@ -13,16 +13,8 @@ import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { BadRequest } from '../common/errors.js';
 import { validateInput } from '../common/validation.js';
-import {
-  connectionFromRows,
-  mapConnection,
-  OrderDirection,
-  type ConnectionValue,
-} from '../graphql/connection.js';
-import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
-
-/** Cursor key of `users(query:)` pages: the position is the row's offset in the search's order. */
-const SEARCH_KEY = 'users:search';
+import { OrderDirection } from '../graphql/connection.js';
+import type { ConnectionValue, PageArgs } from '../database/paging.js';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { PlainResolvers } from '../graphql/plain-resolvers.js';
@@ -32,19 +24,20 @@ import type { User } from './user.js';
 import { AdminModel, UserConnection, UserModel, UserOrder, UserOrderField } from './user.model.js';
 import { userLoader } from './users.loaders.js';
 import { canSeeEmail, toAdminModel } from './users.mapper.js';
-import { UsersService, type UserPageQuery } from './users.service.js';
+import { UsersService, type UserConnectionQuery } from './users.service.js';
 import { UserSearchService } from './user-search.service.js';
 import { UserAccountsService } from './user-accounts.service.js';
 import { UserBatchService } from './user-batch.service.js';
 
-function orderValue(user: User, field: UserOrderField): string {
+/** The service's sort field of a `UserOrderField`. */
+function sortFieldOf(field: UserOrderField): UserConnectionQuery['field'] {
   switch (field) {
     case UserOrderField.CREATED_AT:
-      return user.createdAt;
+      return 'created_at';
     case UserOrderField.UPDATED_AT:
-      return user.updatedAt;
+      return 'updated_at';
     case UserOrderField.NAME:
-      return user.name;
+      return 'name';
   }
 }
 
@@ -112,32 +105,17 @@ export class UsersResolver {
     if (query !== undefined && query !== null) {
       return this.search(ctx, query, { first, after, last, before, role, orderBy });
     }
-    const field = orderBy?.field ?? UserOrderField.CREATED_AT;
-    const orderKey = `users:${field}`;
-    const window = pageWindow({ first, after, last, before }, orderKey);
-    const q: UserPageQuery = {
+    const connection = await this.service.connection(caller, {
       role: role ?? undefined,
-      field,
+      field: sortFieldOf(orderBy?.field ?? UserOrderField.CREATED_AT),
       desc: orderBy?.direction === OrderDirection.DESC,
-      window,
-    };
-    const rows = await this.service.page(caller, q);
+      args: { first, after, last, before },
+    });
     const loader = userLoader(ctx, this.service);
-    for (const u of rows) {
+    for (const u of connection.nodes) {
       loader.prime(u.id, u);
     }
-    return connectionFromRows(
-      rows,
-      window,
-      (u) => encodeCursor(orderKey, [orderValue(u, field)], u.id),
-      {
-        totalCount: () => this.service.count(caller, q),
-        existsBeyond: (side) =>
-          side === 'before-after'
-            ? this.service.existsAround(caller, q, window.after!, 'upto')
-            : this.service.existsAround(caller, q, window.before!, 'from'),
-      },
-    );
+    return connection;
   }
 
   /** `users(query:)`: search pages, by an offset cursor (the search's order is newest first). */
@@ -157,28 +135,7 @@ export class UsersResolver {
         },
       ]);
     }
-    const window = pageWindow({ first: args.first, after: args.after }, SEARCH_KEY);
-    const offset = window.after ? Number(window.after[0]) : 0;
-    if (!Number.isInteger(offset) || offset < 0) {
-      throw BadRequest('Invalid cursor in after', [
-        { field: 'after', message: 'after is not a cursor of this search' },
-      ]);
-    }
-    const { users, total } = await this.userSearch.searchUsers(
-      ctx.caller,
-      query,
-      args.role ?? undefined,
-      window.size + 1,
-      offset,
-    );
-    const rows = users.map((user, i) => ({ user, at: offset + i + 1 }));
-    const connection = connectionFromRows(
-      rows,
-      window,
-      (r) => encodeCursor(SEARCH_KEY, [r.at], r.user.id),
-      { totalCount: () => Promise.resolve(total), existsBeyond: () => Promise.resolve(offset > 0) },
-    );
-    return mapConnection(connection, (r) => r.user);
+    return this.userSearch.searchConnection(ctx.caller, query, args.role ?? undefined, args);
   }
 
   @Query(() => [AdminModel], { nullable: true, description: 'Administrators (ADMIN only).' })

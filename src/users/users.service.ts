@@ -5,12 +5,36 @@ import { NotFound } from '../common/errors.js';
 import { isId } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+  type PageArgs,
+} from '../database/paging.js';
 import { UserSearchService } from './user-search.service.js';
 import type { User } from './user.js';
-import { UsersRepository, type UserPageQuery } from './users.repository.js';
+import { UsersRepository, type UserOrderField } from './users.repository.js';
 import { requireAdmin, requireRead } from './user-rights.js';
 
-export type { UserPageQuery } from './users.repository.js';
+/** A users connection (GraphQL `users`): filter, ordering and the paging arguments. */
+export interface UserConnectionQuery {
+  role?: Role;
+  field: UserOrderField;
+  desc: boolean;
+  args: PageArgs;
+}
+
+function orderValue(user: User, field: UserOrderField): string {
+  switch (field) {
+    case 'created_at':
+      return user.createdAt;
+    case 'updated_at':
+      return user.updatedAt;
+    case 'name':
+      return user.name;
+  }
+}
 
 export const USER_LIST_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],
@@ -76,27 +100,29 @@ export class UsersService {
     );
   }
 
-  /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */
-  async page(caller: MaybeCaller, q: UserPageQuery): Promise<User[]> {
+  /**
+   * A connection of live users (GraphQL `users`): a keyset page between the cursors of `args`, the
+   * total from the counters (O(1)); the total and `hasPreviousPage` are read only when selected.
+   */
+  async connection(caller: MaybeCaller, q: UserConnectionQuery): Promise<ConnectionValue<User>> {
+    const orderKey = `users:${q.field}`;
+    const window = pageWindow(q.args, orderKey);
     requireRead(caller);
-    return this.users.page(q);
-  }
-
-  /** Live users matching the page's filter: one counter read (CountersRepository). */
-  async count(caller: MaybeCaller, q: Pick<UserPageQuery, 'role'>): Promise<number> {
-    requireRead(caller);
-    return this.counters.get(q.role ? CountKeys.usersByRole(q.role) : CountKeys.users());
-  }
-
-  /** Is there a live user at or before (`upto`) / at or after (`from`) a keyset position? */
-  async existsAround(
-    caller: MaybeCaller,
-    q: Omit<UserPageQuery, 'window'>,
-    position: [unknown, string],
-    side: 'upto' | 'from',
-  ): Promise<boolean> {
-    requireRead(caller);
-    return this.users.existsAround(q, position, side);
+    const filter = { role: q.role, field: q.field, desc: q.desc };
+    const rows = await this.users.page({ ...filter, window });
+    return connectionFromRows(
+      rows,
+      window,
+      (u) => encodeCursor(orderKey, [orderValue(u, q.field)], u.id),
+      {
+        totalCount: () =>
+          this.counters.get(q.role ? CountKeys.usersByRole(q.role) : CountKeys.users()),
+        existsBeyond: (side) =>
+          side === 'before-after'
+            ? this.users.existsAround(filter, window.after!, 'upto')
+            : this.users.existsAround(filter, window.before!, 'from'),
+      },
+    );
   }
 
   /** One administrator by its user id (`node(id: "adm_…")`): ADMIN only, like the `admins` query. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../../common/list-query.js';
-import { orderBySql } from '../../database/paging.js';
+import { numberedPage, orderBySql } from '../../database/paging.js';
 import { DatabaseService } from '../../database/database.service.js';
 
 export interface OAuthClientRecord {
@@ -174,7 +174,8 @@ export class OAuthClientsRepository {
   }
 
   async page(query: ListQuery): Promise<Page<OAuthClientRecord>> {
-    const { rows, meta } = await this.db.page<ClientRow>(
+    const { rows, meta } = await numberedPage<ClientRow>(
+      this.db,
       {
         columns: COLUMNS,
         from: 'oauth_clients',

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { pageWindow, encodeCursor } from '../database/paging.js';
-import { connectionFromRows, mapConnection } from './connection.js';
+import {
+  connectionFromPage,
+  connectionFromRows,
+  encodeCursor,
+  mapConnection,
+  pageWindow,
+} from './paging.js';
 
 describe('connectionFromRows', () => {
   const rows = [1, 2, 3].map((n) => ({ id: `id${n}` }));
@@ -82,5 +87,36 @@ describe('mapConnection', () => {
     expect(c.edges[0].node).toBe(c.nodes[0]);
     expect(c.pageInfo).toMatchObject({ hasNextPage: true, startCursor: 'c-id1-1' });
     expect(await c.totalCount).toBe(1);
+  });
+});
+
+describe('connectionFromPage', () => {
+  it('takes the REST page as it is: its next cursor, its total, hasPreviousPage from after', () => {
+    const page = {
+      data: [{ id: 'a' }, { id: 'b' }],
+      meta: { page: 1, limit: 2, total: 7 },
+      next: 'n',
+    };
+    const c = connectionFromPage(page, (r) => `c-${r.id}`, 'x');
+    expect(c.nodes).toEqual(page.data);
+    expect(c.edges.map((e) => e.cursor)).toEqual(['c-a', 'c-b']);
+    expect(c.pageInfo).toEqual({
+      hasNextPage: true,
+      hasPreviousPage: true,
+      startCursor: 'c-a',
+      endCursor: 'c-b',
+    });
+    expect(c.totalCount).toBe(7);
+    const last = connectionFromPage(
+      { ...page, data: [] as { id: string }[], next: null },
+      (r) => r.id,
+      null,
+    );
+    expect(last.pageInfo).toEqual({
+      hasNextPage: false,
+      hasPreviousPage: false,
+      startCursor: null,
+      endCursor: null,
+    });
   });
 });
