@@ -22,12 +22,22 @@ const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name:
 /** Cursor key of `users(query:)` pages: the position is the row's offset in the search's order. */
 const SEARCH_KEY = 'users:search';
 
-/** The users export: the list's sort and `role` filter (no search, no paging). */
+/** The users export: the list's sort, `role` filter and search `q` (no paging). */
 export const USER_EXPORT_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: { role: [Role.ADMIN, Role.USER, Role.GUEST] },
+  parameters: {
+    q: {
+      description:
+        'As on the list: every word must be the start of a word of the name, or (first-party ADMINs, and tokens with the `email` scope) the start of the email; case-insensitive. Every match, newest first (no `sort` with `q`). Empty -> 400.',
+      schema: { type: 'string', minLength: 1, maxLength: 200 },
+    },
+  },
 };
+
+/** Rows per read of a search export (offset pages of the list's search, newest first). */
+const SEARCH_EXPORT_BATCH = 500;
 
 /**
  * The user search (`?q=`, `users(query:)`) and the users export (docs/admin.md): who may match on
@@ -75,7 +85,40 @@ export class UserSearchService {
       throw Forbidden('Only administrators can export');
     }
     const query = parseListQuery(rawQuery, USER_EXPORT_SPEC);
+    if (rawQuery.q !== undefined) {
+      return this.searchExport(caller, rawQuery, query.filters.role);
+    }
     return this.users.scanForExport(query.filters.role, query.sort, SORT_COLUMNS);
+  }
+
+  /**
+   * `export?q=`: what the list's search matches (the same words, the same email rule), every match
+   * newest first, read page by page as the list would.
+   */
+  private searchExport(
+    caller: Caller,
+    rawQuery: Record<string, unknown>,
+    role: string | undefined,
+  ): AsyncIterable<UserRow[]> {
+    const tokens = searchQueryTokens(rawQuery.q, 'q');
+    if (rawQuery.sort !== undefined) {
+      throw BadRequest('Invalid query parameters', [
+        { field: 'sort', message: 'a search (q) is exported newest first' },
+      ]);
+    }
+    const emails = mayMatchEmails(caller);
+    const users = this.users;
+    return (async function* () {
+      for (let offset = 0; ; offset += SEARCH_EXPORT_BATCH) {
+        const { rows } = await users.searchPage(tokens, emails, role, SEARCH_EXPORT_BATCH, offset);
+        if (rows.length > 0) {
+          yield rows;
+        }
+        if (rows.length < SEARCH_EXPORT_BATCH) {
+          return;
+        }
+      }
+    })();
   }
 
   /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */

@@ -32,7 +32,7 @@ export class UsersExportController {
   @Authenticated({ role: Role.ADMIN, scopes: ['users:read'] })
   @ApiDoc(
     'Export users (ADMIN)',
-    'Every live user the list would show with the same `role` filter and sort, streamed as NDJSON (default) or CSV.',
+    'Every live user the list would show with the same `role` filter and sort, or the same search `q` (its matching rules, newest first), streamed as NDJSON (default) or CSV.',
   )
   @ApiExport(UserResponse, USER_EXPORT_SPEC, EXPORT_COST)
   async export(

@@ -218,7 +218,7 @@ export interface paths {
     };
     /**
      * Export users (ADMIN)
-     * @description Every live user the list would show with the same `role` filter and sort, streamed as NDJSON (default) or CSV.
+     * @description Every live user the list would show with the same `role` filter and sort, or the same search `q` (its matching rules, newest first), streamed as NDJSON (default) or CSV.
      */
     get: operations['UsersExportController_export'];
     put?: never;
@@ -4204,6 +4204,8 @@ export interface operations {
         /** @description As on the list: comma-separated created_at, updated_at, name; `-` for descending. */
         sort?: string;
         role?: 'ADMIN' | 'USER' | 'GUEST';
+        /** @description As on the list: every word must be the start of a word of the name, or (first-party ADMINs, and tokens with the `email` scope) the start of the email; case-insensitive. Every match, newest first (no `sort` with `q`). Empty -> 400. */
+        q?: string;
         /**
          * @deprecated
          * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
