@@ -21,8 +21,10 @@ import { listening, until } from './subscriptions-helpers.js';
 async function cuttableProxy(target: URL) {
   const open = new Set<TcpSocket>();
   let isDown = false;
+  let refused = 0;
   const server: Server = createServer((incoming) => {
     if (isDown) {
+      refused += 1;
       incoming.destroy();
       return;
     }
@@ -38,6 +40,10 @@ async function cuttableProxy(target: URL) {
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
+    /** Connections refused while down (the client's reconnect attempts). */
+    get refused() {
+      return refused;
+    },
     down() {
       isDown = true;
       for (const s of open) {
@@ -188,7 +194,8 @@ describe('Apollo Client (GraphQLWsLink) resumes messageAdded after a dropped con
       for (const content of ['three', 'four', 'five']) {
         sent.push(await send(content)); // sent while it is away
       }
-      await new Promise((r) => setTimeout(r, 300)); // a few refused reconnects
+      const before = proxy.refused;
+      await until(() => proxy.refused >= before + 2); // a few refused reconnects
       proxy.up();
 
       await until(
@@ -198,12 +205,14 @@ describe('Apollo Client (GraphQLWsLink) resumes messageAdded after a dropped con
       );
       await listening(t, TOPICS.messageAdded(roomId));
       sent.push(await send('six'));
+      // a sentinel: a duplicate of an earlier message would have been sent before it, on the same
+      // socket, so it would arrive first
+      sent.push(await send('seven'));
       await until(
-        () => received.length === 6,
+        () => received.length >= 7,
         5_000,
         () => JSON.stringify(received),
       );
-      await new Promise((r) => setTimeout(r, 100)); // a duplicate would arrive now
       expect(received.map((m) => m.content)).toEqual([
         'one',
         'two',
@@ -211,6 +220,7 @@ describe('Apollo Client (GraphQLWsLink) resumes messageAdded after a dropped con
         'four',
         'five',
         'six',
+        'seven',
       ]);
       expect(received.map((m) => m.id)).toEqual(sent);
       expect(resyncs).toBe(0);

@@ -119,10 +119,12 @@ describe('batched event charges', () => {
       await send('first');
       await until(() => readers.every((s) => nexts(s, 'sub').length === 1));
       await send('second');
+      // every reader's answer to 'second': the two that fit get it, the third RATE_LIMITED + complete
       await until(
-        () => readers.filter((s) => s.messages.some((m) => m.type === 'complete')).length === 1,
+        () =>
+          readers.filter((s) => s.messages.some((m) => m.type === 'complete')).length === 1 &&
+          readers.every((s) => s.messages.filter((m) => m.id === 'sub').length >= 2),
       );
-      await new Promise((r) => setTimeout(r, 50));
 
       const outcomes = readers.map((s) =>
         s.messages
@@ -186,14 +188,17 @@ describe('a group of subscribers', () => {
       await until(() => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 2);
       await send('second');
       await until(() => nexts(a, 'one').length === 2 && nexts(b, 'one').length === 2);
-      await new Promise((r) => setTimeout(r, 50));
+      // a sentinel: 'two' on socket a would get 'second' before 'one' gets 'third' (one pass per event)
+      await send('third');
+      await until(() => nexts(a, 'one').length === 3);
       expect(nexts(a, 'two')).toHaveLength(1);
       const contents = (frames: string[]) =>
         frames.map(
           (f) => (JSON.parse(f) as { payload: { data: any } }).payload.data.messageAdded.content,
         );
-      expect(contents(nexts(a, 'one'))).toEqual(['first', 'second']);
-      expect(contents(nexts(b, 'one'))).toEqual(['first', 'second']);
+      await until(() => nexts(b, 'one').length === 3);
+      expect(contents(nexts(a, 'one'))).toEqual(['first', 'second', 'third']);
+      expect(contents(nexts(b, 'one'))).toEqual(['first', 'second', 'third']);
       // the socket left: nobody listens for it any more
       sockets.forEach((s) => s.ws.close());
       await until(() => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 0);

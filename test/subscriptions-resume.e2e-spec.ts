@@ -122,11 +122,13 @@ describe('resumable messageAdded (after: a Message.cursor)', () => {
     await listening(t, TOPICS.messageAdded(roomId));
     const live = await post(t.url, author, roomId, 'live');
     await sub.waitFor(1001);
-    await new Promise((r) => setTimeout(r, 100)); // a duplicate would arrive now
-    expect(ids(sub)).toEqual([...committed.slice(1), live]);
+    // a sentinel: a duplicate would be sent before it on the same socket, so it would arrive first
+    const sentinel = await post(t.url, author, roomId, 'sentinel');
+    await sub.waitFor(1002);
+    expect(ids(sub)).toEqual([...committed.slice(1), live, sentinel]);
     // each cursor resumes right after its message
     const cursors = sub.events.map((e) => e.messageAdded.cursor);
-    expect(new Set(cursors).size).toBe(1001);
+    expect(new Set(cursors).size).toBe(1002);
 
     // every replayed event was charged: at least 5 points each, from a budget of 10 000
     const spent = await reader.client.get('/api/v1/rooms?limit=1');
@@ -168,6 +170,11 @@ describe('resumable messageAdded (after: a Message.cursor)', () => {
     const mine = await sendForCursor(t.url, author, roomId, 'here');
     const ahead = Buffer.from(JSON.stringify(['msg', roomId, 50])).toString('base64url');
     const socket = await socketFor(reader);
+    // a sentinel on the same socket: a refused subscription that still listened would get each
+    // message as soon as this one does (the same event, fanned out in one pass)
+    const sentinel = subscribe<Added>(socket, RESUME, { roomId });
+    await listening(t, TOPICS.messageAdded(roomId));
+    let heard = 0;
     for (const after of ['not a cursor', '', foreign.cursor, ahead, mine.id]) {
       const sub = subscribe<Added>(socket, RESUME, { roomId, after });
       const errors = (await sub.waitForError()) as Errors;
@@ -176,7 +183,8 @@ describe('resumable messageAdded (after: a Message.cursor)', () => {
         { field: 'after', message: expect.any(String) },
       ]);
       await post(t.url, author, roomId, `while refused ${after}`);
-      await new Promise((r) => setTimeout(r, 50));
+      heard += 1;
+      await sentinel.waitFor(heard);
       expect(sub.events).toEqual([]);
     }
   });
@@ -252,10 +260,12 @@ describe('resuming on another instance', () => {
         live.push(await post(a.url, author, roomId, 'live on A'));
       }
       await resumed.waitFor(10 + live.length);
-      await new Promise((r) => setTimeout(r, 100));
+      // a sentinel: a duplicate would be sent before it on the same socket, so it would arrive first
+      await post(b.url, author, roomId, 'sentinel on B');
+      await resumed.waitFor(11 + live.length);
       const committed = await committedIds(author, roomId);
       expect(ids(resumed)).toEqual(committed.slice(1));
-      expect(committed.slice(-live.length)).toEqual(live);
+      expect(committed.slice(-live.length - 1, -1)).toEqual(live);
     } finally {
       await onB.dispose();
     }
