@@ -49,6 +49,14 @@ export async function runInstructions({ root, compare }) {
           headers: auth,
         },
         {
+          // the same GET from a client that accepts compression (browsers, fetch): the answer is under
+          // the 1 KiB threshold, so this counts what deciding not to compress costs
+          name: 'rest-get-user-bearer accept-encoding',
+          method: 'GET',
+          path: `/api/v1/users/${app.userId}`,
+          headers: { ...auth, 'accept-encoding': 'gzip, deflate, br' },
+        },
+        {
           name: 'gql user(id)',
           method: 'POST',
           path: '/graphql',

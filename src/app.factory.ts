@@ -19,6 +19,7 @@ import {
   registerHttpHooks,
   rewriteUrl,
 } from './http/http-hooks.js';
+import { registerCompression } from './http/compression.js';
 import { corsOptionsDelegate, skipCorsWithoutOrigin } from './http/cors.js';
 import { finishOpenApiDocument } from './common/openapi/document.js';
 import { jsonShapeViolation, refusedBodyShape } from './http/json-shape.js';
@@ -182,6 +183,9 @@ export async function createApp(
     );
     done();
   });
+  // after the hooks above (their onSend sees the uncompressed answer: ETags, idempotent replays),
+  // before any route is added (the plugin works through onRoute)
+  await registerCompression(app);
 
   app.setGlobalPrefix('api/v1', {
     exclude: [
