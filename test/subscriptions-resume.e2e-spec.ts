@@ -3,6 +3,7 @@ import { EventsService, TOPICS } from '../src/events/events.service.js';
 import { startApp, startPair, usingRedis, type TestApp } from './helpers/app.js';
 import { createUser, type CreatedUser } from './helpers/factories.js';
 import { client } from './helpers/http.js';
+import { scaled } from './helpers/time.js';
 import {
   connect,
   gql,
@@ -105,63 +106,71 @@ describe('resumable messageAdded (after: a Message.cursor)', () => {
     return s;
   }
 
-  it('replays exactly 1,000 missed messages in order, charged from the default budget, then goes live without a duplicate', async () => {
-    const roomId = await newRoom(author);
-    const seen = await sendForCursor(t.url, author, roomId, 'seen');
-    await postMany(t.url, author, roomId, 'missed ', 1000);
-    const socket = await socketFor(reader);
-    const sub = subscribe<Added>(socket, RESUME, { roomId, after: seen.cursor });
-    await sub.waitFor(1000, 60_000);
-    const committed = await committedIds(author, roomId);
-    expect(committed).toHaveLength(1001);
-    expect(ids(sub)).toEqual(committed.slice(1));
-    expect(sub.errors).toEqual([]);
-    // the replay carries what live events carry
-    expect(sub.events[0]?.messageAdded.author?.name).toEqual(expect.any(String));
+  it(
+    'replays exactly 1,000 missed messages in order, charged from the default budget, then goes live without a duplicate',
+    async () => {
+      const roomId = await newRoom(author);
+      const seen = await sendForCursor(t.url, author, roomId, 'seen');
+      await postMany(t.url, author, roomId, 'missed ', 1000);
+      const socket = await socketFor(reader);
+      const sub = subscribe<Added>(socket, RESUME, { roomId, after: seen.cursor });
+      await sub.waitFor(1000, 60_000);
+      const committed = await committedIds(author, roomId);
+      expect(committed).toHaveLength(1001);
+      expect(ids(sub)).toEqual(committed.slice(1));
+      expect(sub.errors).toEqual([]);
+      // the replay carries what live events carry
+      expect(sub.events[0]?.messageAdded.author?.name).toEqual(expect.any(String));
 
-    await listening(t, TOPICS.messageAdded(roomId));
-    const live = await post(t.url, author, roomId, 'live');
-    await sub.waitFor(1001);
-    // a sentinel: a duplicate would be sent before it on the same socket, so it would arrive first
-    const sentinel = await post(t.url, author, roomId, 'sentinel');
-    await sub.waitFor(1002);
-    expect(ids(sub)).toEqual([...committed.slice(1), live, sentinel]);
-    // each cursor resumes right after its message
-    const cursors = sub.events.map((e) => e.messageAdded.cursor);
-    expect(new Set(cursors).size).toBe(1002);
+      await listening(t, TOPICS.messageAdded(roomId));
+      const live = await post(t.url, author, roomId, 'live');
+      await sub.waitFor(1001);
+      // a sentinel: a duplicate would be sent before it on the same socket, so it would arrive first
+      const sentinel = await post(t.url, author, roomId, 'sentinel');
+      await sub.waitFor(1002);
+      expect(ids(sub)).toEqual([...committed.slice(1), live, sentinel]);
+      // each cursor resumes right after its message
+      const cursors = sub.events.map((e) => e.messageAdded.cursor);
+      expect(new Set(cursors).size).toBe(1002);
 
-    // every replayed event was charged: at least 5 points each, from a budget of 10 000
-    const spent = await reader.client.get('/api/v1/rooms?limit=1');
-    expect(Number(spent.headers.get('ratelimit-cost-remaining'))).toBeLessThan(10_000 - 5 * 1001);
-  }, 120_000); // 1,001 sends: slow on a loaded machine
+      // every replayed event was charged: at least 5 points each, from a budget of 10 000
+      const spent = await reader.client.get('/api/v1/rooms?limit=1');
+      expect(Number(spent.headers.get('ratelimit-cost-remaining'))).toBeLessThan(10_000 - 5 * 1001);
+    },
+    scaled(120_000),
+  ); // 1,001 sends: slow on a loaded machine
 
-  it('ends with RESYNC_REQUIRED past 1,000 missed messages and sends nothing; the socket stays usable', async () => {
-    const roomId = await newRoom(author);
-    const seen = await sendForCursor(t.url, author, roomId, 'seen');
-    await postMany(t.url, author, roomId, 'missed ', 1001);
-    const other = await createUser(t.url);
-    const socket = await socketFor(other);
-    const sub = subscribe<Added>(socket, RESUME, { roomId, after: seen.cursor });
-    const errors = (await sub.waitForError()) as Errors;
-    expect(errors[0]?.extensions?.code).toBe('RESYNC_REQUIRED');
-    await until(() => sub.completed || sub.errors.length > 0);
-    expect(sub.events).toEqual([]);
+  it(
+    'ends with RESYNC_REQUIRED past 1,000 missed messages and sends nothing; the socket stays usable',
+    async () => {
+      const roomId = await newRoom(author);
+      const seen = await sendForCursor(t.url, author, roomId, 'seen');
+      await postMany(t.url, author, roomId, 'missed ', 1001);
+      const other = await createUser(t.url);
+      const socket = await socketFor(other);
+      const sub = subscribe<Added>(socket, RESUME, { roomId, after: seen.cursor });
+      const errors = (await sub.waitForError()) as Errors;
+      expect(errors[0]?.extensions?.code).toBe('RESYNC_REQUIRED');
+      await until(() => sub.completed || sub.errors.length > 0);
+      expect(sub.events).toEqual([]);
 
-    // the same socket: the latest cursor (from Room.messages) resumes with nothing missed, then live
-    const page = await gql(
-      t.url,
-      { bearer: other.token },
-      'query($r: ID!) { room(id: $r) { messages(first: 1, after: null) { totalCount } } }',
-      { r: roomId },
-    );
-    expect(page.data.room.messages.totalCount).toBe(1002);
-    const latest = await sendForCursor(t.url, author, roomId, 'latest');
-    const again = subscribe<Added>(socket, RESUME, { roomId, after: latest.cursor });
-    await listening(t, TOPICS.messageAdded(roomId));
-    const live = await post(t.url, author, roomId, 'after the resync');
-    await again.waitFor(1);
-    expect(ids(again)).toEqual([live]);
-  }, 120_000);
+      // the same socket: the latest cursor (from Room.messages) resumes with nothing missed, then live
+      const page = await gql(
+        t.url,
+        { bearer: other.token },
+        'query($r: ID!) { room(id: $r) { messages(first: 1, after: null) { totalCount } } }',
+        { r: roomId },
+      );
+      expect(page.data.room.messages.totalCount).toBe(1002);
+      const latest = await sendForCursor(t.url, author, roomId, 'latest');
+      const again = subscribe<Added>(socket, RESUME, { roomId, after: latest.cursor });
+      await listening(t, TOPICS.messageAdded(roomId));
+      const live = await post(t.url, author, roomId, 'after the resync');
+      await again.waitFor(1);
+      expect(ids(again)).toEqual([live]);
+    },
+    scaled(120_000),
+  );
 
   it('answers BAD_USER_INPUT and sends no event for a malformed cursor, a cursor of another room or one not reached yet', async () => {
     const roomId = await newRoom(author);
@@ -287,55 +296,60 @@ describe('a resumed subscriber that falls behind', () => {
     await t?.close();
   });
 
-  it('is ended with RESYNC_REQUIRED once more than 1,000 messages wait for it; its socket stays usable', async () => {
-    const roomId = await newRoom(author);
-    const { cursor } = await sendForCursor(t.url, author, roomId, 'start');
-    const raw = await rawSocket(t.url);
-    try {
-      raw.send({ type: 'connection_init', payload: { Authorization: `Bearer ${reader.token}` } });
-      await until(() => raw.messages.some((m) => m.type === 'connection_ack'), 5_000);
-      raw.send({
-        id: 'behind',
-        type: 'subscribe',
-        payload: { query: RESUME, variables: { roomId, after: cursor } },
-      });
-      await listening(t, TOPICS.messageAdded(roomId));
-      // the reader stops reading: the kernel's buffers fill, then the server holds the rest
-      const socket = (raw.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
-      socket.pause();
-      const content = 'x'.repeat(4_000);
-      let sent = 0;
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          while (sent < 2_600) {
-            sent += 1;
-            await post(t.url, author, roomId, content);
-          }
-        }),
-      );
-      socket.resume();
-      await until(
-        () => raw.messages.some((m) => m.id === 'behind' && m.type === 'complete'),
-        30_000,
-        () => `${raw.messages.length} frames, socket state ${raw.ws.readyState}`,
-      );
-      const frames = raw.messages.filter((m) => m.id === 'behind');
-      const last = frames.at(-2);
-      expect(last.type).toBe('next');
-      expect(
-        last.payload.errors.map((e: { extensions: { code: string } }) => e.extensions.code),
-      ).toEqual(['RESYNC_REQUIRED']);
-      // fewer messages than were sent reached it: the rest was not queued for it
-      expect(frames.length - 2).toBeLessThan(2_600);
-      // the room lets go of it, and the socket runs the next operation
-      await until(
-        () => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 0,
-        5_000,
-      );
-      raw.send({ id: 'me', type: 'subscribe', payload: { query: '{ me { id } }' } });
-      await until(() => raw.messages.some((m) => m.id === 'me' && m.type === 'next'), 5_000);
-    } finally {
-      raw.ws.close();
-    }
-  }, 120_000);
+  it(
+    'is ended with RESYNC_REQUIRED once more than 1,000 messages wait for it; its socket stays usable',
+    async () => {
+      const roomId = await newRoom(author);
+      const { cursor } = await sendForCursor(t.url, author, roomId, 'start');
+      const raw = await rawSocket(t.url);
+      try {
+        raw.send({ type: 'connection_init', payload: { Authorization: `Bearer ${reader.token}` } });
+        await until(() => raw.messages.some((m) => m.type === 'connection_ack'), 5_000);
+        raw.send({
+          id: 'behind',
+          type: 'subscribe',
+          payload: { query: RESUME, variables: { roomId, after: cursor } },
+        });
+        await listening(t, TOPICS.messageAdded(roomId));
+        // the reader stops reading: the kernel's buffers fill, then the server holds the rest
+        const socket = (raw.ws as unknown as { _socket: { pause(): void; resume(): void } })
+          ._socket;
+        socket.pause();
+        const content = 'x'.repeat(4_000);
+        let sent = 0;
+        await Promise.all(
+          Array.from({ length: 8 }, async () => {
+            while (sent < 2_600) {
+              sent += 1;
+              await post(t.url, author, roomId, content);
+            }
+          }),
+        );
+        socket.resume();
+        await until(
+          () => raw.messages.some((m) => m.id === 'behind' && m.type === 'complete'),
+          30_000,
+          () => `${raw.messages.length} frames, socket state ${raw.ws.readyState}`,
+        );
+        const frames = raw.messages.filter((m) => m.id === 'behind');
+        const last = frames.at(-2);
+        expect(last.type).toBe('next');
+        expect(
+          last.payload.errors.map((e: { extensions: { code: string } }) => e.extensions.code),
+        ).toEqual(['RESYNC_REQUIRED']);
+        // fewer messages than were sent reached it: the rest was not queued for it
+        expect(frames.length - 2).toBeLessThan(2_600);
+        // the room lets go of it, and the socket runs the next operation
+        await until(
+          () => t.app.get(EventsService).listenerCount(TOPICS.messageAdded(roomId)) === 0,
+          5_000,
+        );
+        raw.send({ id: 'me', type: 'subscribe', payload: { query: '{ me { id } }' } });
+        await until(() => raw.messages.some((m) => m.id === 'me' && m.type === 'next'), 5_000);
+      } finally {
+        raw.ws.close();
+      }
+    },
+    scaled(120_000),
+  );
 });
