@@ -87,8 +87,16 @@ describe('users export with the list search (q)', () => {
     expect(ids(hidden.text)).toEqual([]);
   });
 
-  it('refuses an empty q and sort with q (400), as the list does', async () => {
-    expect((await admin.get('/api/v1/users/export?q=%20')).status).toBe(400);
-    expect((await admin.get(`/api/v1/users/export?q=${tag}&sort=name`)).status).toBe(400);
+  it('refuses an empty q and sort with q (400), naming the member as the list does', async () => {
+    const empty = await admin.get('/api/v1/users/export?q=%20');
+    expect(empty.status).toBe(400);
+    expect(empty.body.error.details).toEqual([
+      { field: 'q', message: expect.stringMatching(/^q must hold 1 to \d+ words/) },
+    ]);
+    const sorted = await admin.get(`/api/v1/users/export?q=${tag}&sort=name`);
+    expect(sorted.status).toBe(400);
+    expect(sorted.body.error.details).toEqual([
+      { field: 'sort', message: 'a search (q) is exported newest first' },
+    ]);
   });
 });
