@@ -8,6 +8,7 @@ import { CommonModule } from './http/http.module.js';
 import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { DeprecationsModule } from './deprecations/deprecations.module.js';
 import { EventsModule } from './events/events.module.js';
 import { MessagesRepository } from './messages/messages.repository.js';
 import { RoomsRepository } from './messages/rooms.repository.js';
@@ -53,6 +54,7 @@ export class AppModule {
         PostsModule,
         SearchModule,
         GraphqlApiModule,
+        DeprecationsModule,
         OAuthModule,
         WebhooksModule.forRoot(config),
       ],

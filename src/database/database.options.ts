@@ -20,6 +20,7 @@ import { OrdersRangeCovering1764400000030 } from './migrations/1764400000030-ord
 import { OrderRangeCounts1764500000000 } from './migrations/1764500000000-order-range-counts.js';
 import { AuditCounts1764500000001 } from './migrations/1764500000001-audit-counts.js';
 import { SearchIndexWhole1764600000010 } from './migrations/1764600000010-search-index-whole.js';
+import { DeprecationUsage1764700000000 } from './migrations/1764700000000-deprecation-usage.js';
 
 const MIGRATIONS = [
   InitialSchema1763700000000,
@@ -38,6 +39,7 @@ const MIGRATIONS = [
   OrderRangeCounts1764500000000,
   AuditCounts1764500000001,
   SearchIndexWhole1764600000010,
+  DeprecationUsage1764700000000,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

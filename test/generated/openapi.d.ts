@@ -493,6 +493,26 @@ export interface paths {
     patch: operations['PostsController_patch'];
     trace?: never;
   };
+  '/api/v1/graphql/deprecations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Who still uses deprecated GraphQL elements
+     * @description Each deprecated field, argument, input field and enum value of the schema, with each client that used it (operations counted per day, kept 90 days), its count and last use (docs/changes.md). ADMIN only.
+     */
+    get: operations['DeprecationsController_list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/oauth/clients': {
     parameters: {
       query?: never;
@@ -1392,6 +1412,35 @@ export interface components {
     PatchPostInput: {
       title?: string;
       body?: string;
+    };
+    DeprecationClientUsage: {
+      /**
+       * @description `oauth:<client_id>`, `api_key:<key id>`, `name:<apollographql-client-name>[@<version>]`, `first-party` or `anonymous`.
+       * @example api_key:key_01JD5Z6K3M8Q2W4E6R8T0Y2U4I
+       */
+      client: string;
+      /**
+       * @description Operations that used the element since `since`.
+       * @example 12
+       */
+      count: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-28T18:00:00.000Z
+       */
+      last_used_at: string;
+    };
+    DeprecationUsage: {
+      /**
+       * @description The schema coordinate.
+       * @example Post.content
+       */
+      element: string;
+      /** @enum {string} */
+      kind: 'field' | 'argument' | 'input_field' | 'enum_value';
+      /** @example Use `body`. */
+      reason: string;
+      clients: components['schemas']['DeprecationClientUsage'][];
     };
     CreatedOAuthClient: {
       /** @example cli_01JD5Z6K3M8Q2W4E6R8T0Y2U4I */
@@ -8851,6 +8900,150 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['UnprocessableEntityError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  DeprecationsController_list: {
+    parameters: {
+      query?: {
+        /** @description An RFC 3339 date-time: count from its UTC day on (default and earliest: 90 days ago). */
+        since?: string;
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deprecated elements and their clients */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['DeprecationUsage'][];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
         };
       };
       /** @description Too many requests; retry after `Retry-After` seconds. */

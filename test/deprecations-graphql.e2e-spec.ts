@@ -1,0 +1,159 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql } from './graphql-client.js';
+import {
+  ADMIN_EMAIL,
+  ADMIN_PASSWORD,
+  freshDatabaseUrl,
+  startApp,
+  startPair,
+  usingPostgres,
+} from './helpers/app.js';
+import { adminClient, createApiKey, tokenFor } from './helpers/factories.js';
+import { client } from './helpers/http.js';
+import { waitFor } from './helpers/wait.js';
+
+const DEPRECATED = '{ posts(first: 1) { id content } }';
+const PLAIN = '{ posts(first: 1) { id body } }';
+
+type Usage = Record<string, number>;
+
+/** `client -> count` for `Post.content` in the REST report. */
+async function restUsage(base: string, bearer: string): Promise<Usage> {
+  const res = await client(base, { bearer }).get('/api/v1/graphql/deprecations');
+  expect(res.status, res.text).toBe(200);
+  const entry = (
+    res.body.data as { element: string; clients: { client: string; count: number }[] }[]
+  ).find((e) => e.element === 'Post.content');
+  return Object.fromEntries((entry?.clients ?? []).map((c) => [c.client, c.count]));
+}
+
+/** `client -> count` for `Post.content` in `deprecationUsage`. */
+async function graphqlUsage(base: string, bearer: string): Promise<Usage> {
+  const res = await gql(
+    base,
+    '{ deprecationUsage(since: "2026-01-01T00:00:00Z", first: 10) { element reason clients { client count lastUsedAt } } }',
+    { auth: { bearer } },
+  );
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  const entry = (
+    res.body.data.deprecationUsage as {
+      element: string;
+      clients: { client: string; count: number }[];
+    }[]
+  ).find((e) => e.element === 'Post.content');
+  return Object.fromEntries((entry?.clients ?? []).map((c) => [c.client, c.count]));
+}
+
+/** Two API keys and a named client use `Post.content` 2, 1 and 1 times on `a` and `b`. */
+async function useDeprecatedField(a: string, b: string) {
+  const admin = await adminClient(a);
+  const bearer = await tokenFor(a, ADMIN_EMAIL, ADMIN_PASSWORD);
+  const one = await createApiKey(admin);
+  const two = await createApiKey(admin);
+  for (const [base, opts] of [
+    [a, { auth: { apiKey: one.key } }],
+    [b, { auth: { apiKey: one.key } }],
+    [b, { auth: { apiKey: two.key } }],
+    [
+      a,
+      {
+        auth: { bearer },
+        headers: {
+          'apollographql-client-name': 'dashboard',
+          'apollographql-client-version': '1.2',
+        },
+      },
+    ],
+  ] as const) {
+    const res = await gql(base, DEPRECATED, opts);
+    expect(res.body.errors).toBeUndefined();
+  }
+  const expected: Usage = {
+    [`api_key:${one.id}`]: 2,
+    [`api_key:${two.id}`]: 1,
+    'name:dashboard@1.2': 1,
+  };
+  return { bearer, expected };
+}
+
+describe('GraphQL deprecations: usage per client', () => {
+  let pair: Awaited<ReturnType<typeof startPair>>;
+
+  beforeAll(async () => {
+    pair = await startPair();
+  });
+  afterAll(() => pair.close());
+
+  it('two API keys and a named client calling Post.content 2, 1 and 1 times appear with exactly those counts in the REST and GraphQL reports of both instances', async () => {
+    const { bearer, expected } = await useDeprecatedField(pair.a.url, pair.b.url);
+    // each instance writes its own counts in batches: wait until both are in, then they are exact
+    for (const base of [pair.a.url, pair.b.url]) {
+      await waitFor(
+        async () => JSON.stringify(await restUsage(base, bearer)) === JSON.stringify(expected),
+        { intervalMs: 200, what: 'the REST report to hold the expected counts' },
+      );
+      expect(await restUsage(base, bearer)).toEqual(expected);
+      expect(await graphqlUsage(base, bearer)).toEqual(expected);
+    }
+  });
+
+  it('an answer that selected a deprecated field carries extensions.deprecations (path, element, reason); one that did not, none', async () => {
+    const bearer = await tokenFor(pair.a.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    await client(pair.a.url, { bearer }).post('/api/v1/posts', { title: 't', body: 'b' });
+    const res = await gql(pair.a.url, '{ posts(first: 1) { id text: content } }', {
+      auth: { bearer },
+    });
+    expect(res.body.errors).toBeUndefined();
+    expect((res.body.extensions as Record<string, unknown>).deprecations).toEqual([
+      { path: ['posts', 'text'], element: 'Post.content', reason: 'Use `body`.' },
+    ]);
+    const plain = await gql(pair.a.url, PLAIN, { auth: { bearer } });
+    expect(
+      (plain.body.extensions as Record<string, unknown> | undefined)?.deprecations,
+    ).toBeUndefined();
+  });
+
+  it('GET /api/v1/graphql/deprecations and deprecationUsage are ADMIN only', async () => {
+    const admin = await adminClient(pair.a.url);
+    const guest = await createApiKey(admin, { role: 'GUEST' });
+    const rest = await client(pair.a.url, { apiKey: guest.key }).get(
+      '/api/v1/graphql/deprecations',
+    );
+    expect(rest.status).toBe(403);
+    const res = await gql(pair.a.url, '{ deprecationUsage(first: 1) { element } }', {
+      auth: { apiKey: guest.key },
+    });
+    expect(res.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('GraphQL deprecations: counts survive a restart', () => {
+  const dir = usingPostgres ? undefined : mkdtempSync(join(tmpdir(), 'atrium-deprecations-'));
+  const url = dir ? `sqlite:${join(dir, 'db.sqlite')}` : freshDatabaseUrl();
+  afterAll(() => {
+    if (dir) {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('counts made just before a shutdown are in both reports after the restart', async () => {
+    const first = await startApp({ DATABASE_URL: url });
+    let counted: Awaited<ReturnType<typeof useDeprecatedField>>;
+    try {
+      counted = await useDeprecatedField(first.url, first.url);
+    } finally {
+      await first.close();
+    }
+    const second = await startApp({ DATABASE_URL: url });
+    try {
+      const bearer = await tokenFor(second.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+      expect(await restUsage(second.url, bearer)).toEqual(counted.expected);
+      expect(await graphqlUsage(second.url, bearer)).toEqual(counted.expected);
+    } finally {
+      await second.close();
+    }
+  });
+});
