@@ -13,8 +13,19 @@ import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
-import { encodeMessageCursor } from '../database/paging.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  encodeMessageCursor,
+  mapConnection,
+  pageWindow,
+  type ConnectionValue,
+  type PageArgs,
+} from '../database/paging.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
+
+/** Cursor key of `Room.messages` (kept as issued: docs/lists.md, "Paging module"). */
+const ROOM_MESSAGES_KEY = 'seq';
 
 export const MESSAGE_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at'],
@@ -97,6 +108,31 @@ export class MessagesService {
       page.sort((a, b) => a.seq - b.seq);
     }
     return pages;
+  }
+
+  /**
+   * `Room.messages` of one room in a page of rooms: the window of `args` (cursors `['seq', seq,
+   * id]`, kept as issued), the room's messages and total from `batch` (the request's DataLoaders).
+   */
+  async roomMessagesConnection(
+    caller: MaybeCaller,
+    args: Pick<PageArgs, 'first' | 'after'>,
+    batch: {
+      page: (size: number, afterSeq: number | undefined) => Promise<SequencedMessage[]>;
+      total: () => Promise<number>;
+    },
+  ): Promise<ConnectionValue<Message>> {
+    requireCaller(caller);
+    const window = pageWindow({ first: args.first, after: args.after }, ROOM_MESSAGES_KEY);
+    const afterSeq = window.after ? Number(window.after[0]) : undefined;
+    const rows = await batch.page(window.size, afterSeq);
+    const connection = connectionFromRows(
+      rows,
+      window,
+      (r) => encodeCursor(ROOM_MESSAGES_KEY, [r.seq], r.message.id),
+      { totalCount: batch.total, existsBeyond: async () => window.after !== undefined },
+    );
+    return mapConnection(connection, (n) => n.message);
   }
 
   /** Messages per room: one read of their counters for all of them. */

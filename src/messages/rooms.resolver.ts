@@ -12,21 +12,13 @@ import {
 } from '@nestjs/graphql';
 import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
-import {
-  connectionFromRows,
-  encodeCursor,
-  mapConnection,
-  pageWindow,
-  type ConnectionValue,
-} from '../database/paging.js';
+import type { ConnectionValue } from '../database/paging.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateRoomInput } from './dto/message.inputs.js';
 import type { Message, Room } from './message.js';
 import { MessageConnection, RoomConnection, RoomModel } from './message.model.js';
 import { MessagesService, type SequencedMessage } from './messages.service.js';
-import { RoomsService, requireCaller } from './rooms.service.js';
-
-const MESSAGE_KEY = 'seq';
+import { RoomsService } from './rooms.service.js';
 
 /** Rooms: queries, creation, and `Room.messages` (batched over a list of rooms). */
 @Resolver(() => RoomModel)
@@ -73,30 +65,28 @@ export class RoomsResolver {
     @Args('first', { type: () => Int, nullable: true }) first?: number,
     @Args('after', { type: () => String, nullable: true }) after?: string,
   ): Promise<ConnectionValue<Message>> {
-    requireCaller(ctx.caller);
-    const window = pageWindow({ first, after }, MESSAGE_KEY);
-    const afterSeq = window.after ? Number(window.after[0]) : undefined;
-    const pages = ctx.loaders.get<string, SequencedMessage[]>(
-      `messagesOfRoom:${window.size}:${after ?? ''}`,
-      async (ids) => {
-        const byRoom = await this.messages.pagesForRooms(ids, { size: window.size, afterSeq });
-        return ids.map((id) => byRoom.get(id) ?? []);
-      },
-    );
-    const counts = ctx.loaders.get<string, number>('messageCounts', async (ids) => {
-      const byRoom = await this.messages.countsForRooms(ids);
-      return ids.map((id) => byRoom.get(id) ?? 0);
-    });
-    const rows = await pages.load(room.id);
-    const connection = connectionFromRows(
-      rows,
-      window,
-      (r) => encodeCursor(MESSAGE_KEY, [r.seq], r.message.id),
+    return this.messages.roomMessagesConnection(
+      ctx.caller,
+      { first, after },
       {
-        totalCount: () => counts.load(room.id),
-        existsBeyond: async () => window.after !== undefined,
+        page: (size, afterSeq) =>
+          ctx.loaders
+            .get<string, SequencedMessage[]>(
+              `messagesOfRoom:${size}:${after ?? ''}`,
+              async (ids) => {
+                const byRoom = await this.messages.pagesForRooms(ids, { size, afterSeq });
+                return ids.map((id) => byRoom.get(id) ?? []);
+              },
+            )
+            .load(room.id),
+        total: () =>
+          ctx.loaders
+            .get<string, number>('messageCounts', async (ids) => {
+              const byRoom = await this.messages.countsForRooms(ids);
+              return ids.map((id) => byRoom.get(id) ?? 0);
+            })
+            .load(room.id),
       },
     );
-    return mapConnection(connection, (n) => n.message);
   }
 }

@@ -11,12 +11,7 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-} from '../database/paging.js';
+import type { ConnectionValue } from '../database/paging.js';
 import { NodeRegistry } from '../graphql/node.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';
@@ -25,9 +20,6 @@ import { UsersService } from '../users/users.service.js';
 import { OrderStatus, type Order } from './order.js';
 import { CreateOrderInput, OrderConnection, OrderModel } from './order.model.js';
 import { OrdersService } from './orders.service.js';
-
-const ORDER_KEY = 'created_at';
-const cursorOf = (o: Order) => encodeCursor(ORDER_KEY, [o.createdAt], o.id);
 
 /** Order queries and mutations; thin: every rule is in OrdersService (CONTRIBUTING.md, house style 1). */
 @Resolver(() => OrderModel)
@@ -112,25 +104,31 @@ export class UserOrdersResolver {
     @Args('status', { type: () => OrderStatus, nullable: true }) statusArg?: OrderStatus | null,
   ): Promise<ConnectionValue<Order>> {
     const status = statusArg ?? undefined;
-    this.orders.assertCanReadOrdersOf(ctx.caller, user.id);
-    const window = pageWindow({ first, after }, ORDER_KEY);
-    const key = `ordersOfUser:${window.size}:${after ?? ''}:${status ?? ''}`;
-    const pages = ctx.loaders.get<string, Order[]>(key, async (ids) => {
-      const byUser = await this.orders.pagesForUsers(ids, {
-        size: window.size,
-        after: window.after,
-        status,
-      });
-      return ids.map((id) => byUser.get(id) ?? []);
-    });
     const counts = ctx.loaders.get<string, number>(`orderCounts:${status ?? ''}`, async (ids) => {
       const byUser = await this.orders.countsForUsers(ids, status);
       return ids.map((id) => byUser.get(id) ?? 0);
     });
-    const rows = await pages.load(user.id);
-    return connectionFromRows(rows, window, cursorOf, {
-      totalCount: () => counts.load(user.id),
-      existsBeyond: async () => window.after !== undefined, // paging forward only: something preceded `after`
-    });
+    return this.orders.userOrdersConnection(
+      ctx.caller,
+      user.id,
+      { first, after },
+      {
+        page: (window) =>
+          ctx.loaders
+            .get<string, Order[]>(
+              `ordersOfUser:${window.size}:${after ?? ''}:${status ?? ''}`,
+              async (ids) => {
+                const byUser = await this.orders.pagesForUsers(ids, {
+                  size: window.size,
+                  after: window.after,
+                  status,
+                });
+                return ids.map((id) => byUser.get(id) ?? []);
+              },
+            )
+            .load(user.id),
+        total: () => counts.load(user.id),
+      },
+    );
   }
 }

@@ -15,7 +15,14 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import type { PageWindow } from '../database/paging.js';
+import {
+  connectionFromRows,
+  encodeCursor,
+  pageWindow,
+  type ConnectionValue,
+  type PageArgs,
+  type PageWindow,
+} from '../database/paging.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { decideTransition, nextStatuses } from './order-status.js';
@@ -30,6 +37,9 @@ export const ORDER_LIST_SPEC: ListSpec<'status'> = {
 };
 
 /** A validated new order, transport-neutral (REST and GraphQL inputs both map to it). */
+/** Cursor key of `User.orders` (kept as issued: docs/lists.md, "Paging module"). */
+const USER_ORDERS_KEY = 'created_at';
+
 export interface NewOrder {
   items: OrderItem[];
   currency: string;
@@ -90,6 +100,30 @@ export class OrdersService {
   assertCanReadOrdersOf(caller: MaybeCaller, userId: string): void {
     this.requireOrderRole(caller);
     this.requireOwnerOrAdmin(caller, userId);
+  }
+
+  /**
+   * `User.orders` of one user in a page of users: the window of `args`, the user's rows and total
+   * from `batch` (the request's DataLoaders, one statement for every user of the page).
+   */
+  async userOrdersConnection(
+    caller: MaybeCaller,
+    userId: string,
+    args: Pick<PageArgs, 'first' | 'after'>,
+    batch: { page: (window: PageWindow) => Promise<Order[]>; total: () => Promise<number> },
+  ): Promise<ConnectionValue<Order>> {
+    this.assertCanReadOrdersOf(caller, userId);
+    const window = pageWindow({ first: args.first, after: args.after }, USER_ORDERS_KEY);
+    const rows = await batch.page(window);
+    return connectionFromRows(
+      rows,
+      window,
+      (o) => encodeCursor(USER_ORDERS_KEY, [o.createdAt], o.id),
+      {
+        totalCount: batch.total,
+        existsBeyond: async () => window.after !== undefined, // forward only: something preceded `after`
+      },
+    );
   }
 
   /**
