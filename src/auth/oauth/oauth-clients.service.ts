@@ -20,7 +20,7 @@ import type {
   OAuthClientBranding,
   UpdateOAuthClientInput,
 } from './oauth-client.inputs.js';
-import { AuditService } from '../../audit/audit.service.js';
+import { ChangeRecord } from '../../changes/change-record.js';
 import { DatabaseService } from '../../database/database.service.js';
 import type { CreatedOAuthClientResponse, OAuthClientResponse } from './oauth.responses.js';
 import { OAuthArtifactsRepository } from '../../identity/oauth-artifacts.repository.js';
@@ -153,7 +153,7 @@ export class OAuthClientsService {
     private readonly clients: OAuthClientsRepository,
     private readonly artifacts: OAuthArtifactsRepository,
     private readonly db: DatabaseService,
-    private readonly audit: AuditService,
+    private readonly changes: ChangeRecord,
   ) {}
 
   private assertAdmin(caller: Caller): void {
@@ -192,16 +192,16 @@ export class OAuthClientsService {
     await this.db.transaction(async (tx) => {
       const { manager } = tx;
       await this.clients.insert(record, manager);
-      await this.audit.record(tx, {
-        actor: caller,
-        action: 'oauth_client.created',
-        target: { type: 'oauth_client', id: record.clientId },
-        changes: {
+      await this.changes.record(tx, {
+        type: 'oauth_client.created',
+        clientId: record.clientId,
+        members: {
           name: [null, record.name],
           redirect_uris: [null, record.redirectUris],
           scopes: [null, record.scopes],
           public: [null, record.isPublic],
         },
+        actor: caller,
       });
     });
     return { ...toClientBody(record), ...(secret ? { client_secret: secret } : {}) };
@@ -282,11 +282,11 @@ export class OAuthClientsService {
       if (!(await this.clients.update(updated, manager))) {
         throw NotFound('OAuth client');
       }
-      await this.audit.record(tx, {
+      await this.changes.record(tx, {
+        type: 'oauth_client.updated',
+        clientId,
+        members: clientChanges(client, updated),
         actor: caller,
-        action: 'oauth_client.updated',
-        target: { type: 'oauth_client', id: clientId },
-        changes: clientChanges(client, updated),
       });
       return { client, updated };
     });
@@ -324,16 +324,11 @@ export class OAuthClientsService {
         throw NotFound('OAuth client');
       }
       // the secret itself is never recorded: only that it was rotated, and until when the old one works
-      await this.audit.record(tx, {
+      await this.changes.record(tx, {
+        type: 'oauth_client.secret_rotated',
+        clientId,
+        previousSecretExpiresAt: [client.previousSecretExpiresAt, updated.previousSecretExpiresAt],
         actor: caller,
-        action: 'oauth_client.secret_rotated',
-        target: { type: 'oauth_client', id: clientId },
-        changes: {
-          previous_secret_expires_at: [
-            client.previousSecretExpiresAt,
-            updated.previousSecretExpiresAt,
-          ],
-        },
       });
     });
     return { ...toClientBody(updated), client_secret: secret };
@@ -363,11 +358,7 @@ export class OAuthClientsService {
         throw PreconditionFailed();
       }
       if (await this.clients.delete(clientId, manager)) {
-        await this.audit.record(tx, {
-          actor: caller,
-          action: 'oauth_client.deleted',
-          target: { type: 'oauth_client', id: clientId },
-        });
+        await this.changes.record(tx, { type: 'oauth_client.deleted', clientId, actor: caller });
       }
     });
     await this.artifacts.revokeClient(clientId);
