@@ -27,7 +27,7 @@ import { newWebhookSecret } from './webhook-signer.js';
 import { isId, newId } from '../common/ids.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { toRestDelivery, toRestEndpoint } from './webhooks.mapper.js';
-import { AuditService } from '../audit/audit.service.js';
+import { ChangeRecord } from '../changes/change-record.js';
 
 export const WEBHOOK_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at'],
@@ -61,7 +61,7 @@ export class WebhooksService {
     private readonly events: WebhookEventsRepository,
     private readonly clients: OAuthClientsRepository,
     private readonly scheduler: WebhookScheduler,
-    private readonly audit: AuditService,
+    private readonly changeRecord: ChangeRecord,
   ) {
     this.allowed = new AllowedHosts(config.webhooks.allowedHosts);
   }
@@ -124,11 +124,11 @@ export class WebhooksService {
     await this.db.transaction(async (tx) => {
       const { manager } = tx;
       await this.endpoints.insert(manager, row);
-      await this.audit.record(tx, {
+      await this.changeRecord.record(tx, {
+        type: 'webhook.created',
+        endpointId: row.id,
+        members: endpointChanges(undefined, created),
         actor: caller,
-        action: 'webhook.created',
-        target: { type: 'webhook', id: row.id },
-        changes: endpointChanges(undefined, created),
       });
     });
     return { ...created, secret: row.secret };
@@ -185,11 +185,11 @@ export class WebhooksService {
       // null members of the row are written as they are, undefined ones are left alone
       await this.endpoints.update(manager, id, changes);
       const updated = toRestEndpoint({ ...row, ...stripUndefined(changes) });
-      await this.audit.record(tx, {
+      await this.changeRecord.record(tx, {
+        type: 'webhook.updated',
+        endpointId: id,
+        members: endpointChanges(toRestEndpoint(row), updated),
         actor: caller,
-        action: 'webhook.updated',
-        target: { type: 'webhook', id },
-        changes: endpointChanges(toRestEndpoint(row), updated),
       });
       return updated;
     });
@@ -215,10 +215,10 @@ export class WebhooksService {
       }
       await this.deliveries.deleteOfEndpoint(manager, id);
       await this.endpoints.delete(manager, id);
-      await this.audit.record(tx, {
+      await this.changeRecord.record(tx, {
+        type: 'webhook.deleted',
+        endpointId: id,
         actor: caller,
-        action: 'webhook.deleted',
-        target: { type: 'webhook', id },
       });
     });
   }
@@ -241,11 +241,11 @@ export class WebhooksService {
         updated_at: now,
       });
       await this.deliveries.abandonEndpoint(manager, id, 'the endpoint was disabled', now);
-      await this.audit.record(tx, {
+      await this.changeRecord.record(tx, {
+        type: 'webhook.disabled',
+        endpointId: id,
+        reason,
         actor: 'system',
-        action: 'webhook.disabled',
-        target: { type: 'webhook', id },
-        changes: { active: [true, false], disabled_reason: [null, reason] },
       });
       return true;
     });
@@ -276,15 +276,11 @@ export class WebhooksService {
         updated_at: new Date(now).toISOString(),
       };
       await this.endpoints.update(manager, id, changes);
-      await this.audit.record(tx, {
+      await this.changeRecord.record(tx, {
+        type: 'webhook.secret_rotated',
+        endpointId: id,
+        overlapEndsAt: [row.previous_secret_expires_at, changes.previous_secret_expires_at],
         actor: caller,
-        action: 'webhook.secret_rotated',
-        target: { type: 'webhook', id },
-        // a member named like a secret would be dropped from the entry (AuditService): until when
-        // the previous secret also signs is `overlap_ends_at`
-        changes: {
-          overlap_ends_at: [row.previous_secret_expires_at, changes.previous_secret_expires_at],
-        },
       });
       const updated = { ...row, ...changes };
       return {
