@@ -20,6 +20,7 @@ import {
   rewriteUrl,
 } from './http/http-hooks.js';
 import { registerCompression } from './http/compression.js';
+import { registerSwaggerUiScript, SWAGGER_UI_SCRIPT_PATH } from './http/swagger-ui-a11y.js';
 import { corsOptionsDelegate, skipCorsWithoutOrigin } from './http/cors.js';
 import { finishOpenApiDocument } from './common/openapi/document.js';
 import { jsonShapeViolation, refusedBodyShape } from './http/json-shape.js';
@@ -233,7 +234,12 @@ export async function createApp(
   finishOpenApiDocument(document);
   // the request guard refuses query parameters the document does not list (400)
   app.get(AppGuard).checkQueriesWith(new QueryParamsCheck(queryParamsByRoute(document)));
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+  // the page's accessibility fixes Swagger UI's options cannot make (src/http/swagger-ui-a11y.ts)
+  registerSwaggerUiScript(fastify);
+  SwaggerModule.setup('api/docs', app, document, {
+    jsonDocumentUrl: 'api/docs-json',
+    customJs: SWAGGER_UI_SCRIPT_PATH,
+  });
   registerOAuthRoutes(app);
 
   // SIGTERM/SIGINT are handled by main.ts (src/http/shutdown.ts): drain, close, exit within the grace

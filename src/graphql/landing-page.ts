@@ -134,6 +134,23 @@ const PAGE_SCRIPT = `'use strict';
     '}',
     ''
   ].join('\\n');
+  // GraphiQL's CodeMirror editors are textareas with no name (axe-core: "Form elements must have
+  // labels"); GraphiQL has no option for it, so each is named here, again whenever GraphiQL renders
+  // an editor anew (a tab switch, the Variables/Headers toggle).
+  var EDITOR_NAMES = [
+    ['.graphiql-query-editor', 'Query editor'],
+    ['.graphiql-editor-tool .graphiql-editor:nth-child(1)', 'Variables editor (JSON)'],
+    ['.graphiql-editor-tool .graphiql-editor:nth-child(2)', 'Headers editor (JSON)'],
+    ['.graphiql-response', 'Response (read only)']
+  ];
+  function nameEditors() {
+    EDITOR_NAMES.forEach(function (entry) {
+      document.querySelectorAll(entry[0] + ' textarea').forEach(function (area) {
+        if (area.getAttribute('aria-label') !== entry[1]) { area.setAttribute('aria-label', entry[1]); }
+      });
+    });
+  }
+  new MutationObserver(nameEditors).observe(document.getElementById('graphiql'), { childList: true, subtree: true });
   ReactDOM.createRoot(document.getElementById('graphiql')).render(
     React.createElement(GraphiQL, {
       fetcher: fetcher,
@@ -152,6 +169,7 @@ body { display: flex; flex-direction: column; font-family: system-ui, sans-serif
 #atrium-notice { margin: 0; padding: 6px 12px; font-size: 13px; background: #fff8d6; color: #3d3500; border-bottom: 1px solid #e6d98c; }
 #atrium-notice code { font-size: 12px; }
 #graphiql { flex: 1; min-height: 0; }
+.atrium-visually-hidden { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 `;
 
 const PAGE_HTML = `<!DOCTYPE html>
@@ -164,8 +182,11 @@ const PAGE_HTML = `<!DOCTYPE html>
 <link rel="stylesheet" href="graphql-ide/atrium-page.css">
 </head>
 <body>
+<header>
+<h1 class="atrium-visually-hidden">Atrium GraphQL</h1>
 <p id="atrium-notice" role="note">Paste a token in <strong>Headers</strong>, e.g. <code>{"Authorization": "Bearer …"}</code> or <code>{"X-API-Key": "atr_…"}</code>. Tokens stay in this tab's memory only: nothing on this page is saved in localStorage, and a reload forgets them.</p>
-<div id="graphiql">Loading…</div>
+</header>
+<main id="graphiql">Loading…</main>
 <script src="graphql-ide/react.production.min.js"></script>
 <script src="graphql-ide/react-dom.production.min.js"></script>
 <script src="graphql-ide/graphiql.min.js"></script>

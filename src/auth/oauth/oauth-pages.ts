@@ -64,6 +64,22 @@ export interface LoginView {
   formTargets: string[];
 }
 
+/**
+ * After a failed sign-in both fields are marked `aria-invalid` and described by the error (which of
+ * the two was wrong is not said, on purpose), and focus goes where the user types next: the password
+ * (cleared) when an email was given, else the email. `autofocus` rather than a script: the page runs
+ * none (its policy allows none). A refusal for too many attempts (429) marks nothing invalid but
+ * still moves focus past the message.
+ */
+function fieldState(view: LoginView, field: 'email' | 'password'): string {
+  if (!view.error) {
+    return '';
+  }
+  const invalid = view.status !== 429 ? ' aria-invalid="true"' : '';
+  const focusHere = (field === 'password') === Boolean(view.email);
+  return `${invalid} aria-describedby="login-error"${focusHere ? ' autofocus' : ''}`;
+}
+
 export function loginPage(view: LoginView): Page {
   const error = view.error
     ? `<p class="error" role="alert" id="login-error">${escapeHtml(view.error)}</p>`
@@ -74,9 +90,9 @@ ${error}
 <form method="post" action="/oauth/interaction/${escapeHtml(view.uid)}/login" novalidate>
 <input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
 <label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(view.email ?? '')}"${view.error ? ' aria-describedby="login-error"' : ''}>
+<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(view.email ?? '')}"${fieldState(view, 'email')}>
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>
+<input id="password" name="password" type="password" autocomplete="current-password" required${fieldState(view, 'password')}>
 <button type="submit" class="primary">Sign in</button>
 </form>
 <form method="post" action="/oauth/interaction/${escapeHtml(view.uid)}/abort">
