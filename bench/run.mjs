@@ -150,6 +150,16 @@ function buildScenarios(ctx) {
       headers: { authorization: `Bearer ${ctx.token}` },
     },
     {
+      // the same GET from a client that accepts compression (browsers, fetch): its answer is under
+      // the 1 KiB threshold, so this measures deciding not to compress (docs/deployment.md)
+      name: 'rest-get-user-accept-encoding',
+      target: 'app',
+      pid: ctx.appPid,
+      method: 'GET',
+      url: `${ctx.app}${userPath}`,
+      headers: { authorization: `Bearer ${ctx.token}`, 'accept-encoding': 'gzip, deflate, br' },
+    },
+    {
       // an OAuth access token (RFC 9068 JWT): the per-request grant check included (docs/oauth.md)
       name: 'rest-get-user-oauth',
       target: 'app',
