@@ -32,7 +32,9 @@ async function axe(page: Page, include?: string[]): Promise<Violation[]> {
   await page.evaluate(AXE); // evaluated, not a <script>: the pages' policies allow no inline script
   return page.evaluate(async (context) => {
     const run = (
-      globalThis as unknown as { axe: { run: (c: unknown) => Promise<{ violations: Violation[] }> } }
+      globalThis as unknown as {
+        axe: { run: (c: unknown) => Promise<{ violations: Violation[] }> };
+      }
     ).axe.run;
     const result = await run(
       context
