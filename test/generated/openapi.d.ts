@@ -64,6 +64,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Where to start
+     * @description Links to the API documentation, the OpenAPI document and GraphQL.
+     */
+    get: operations['ApiIndexController_root'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Where to start
+     * @description Links to the API documentation, the OpenAPI document and GraphQL.
+     */
+    get: operations['ApiIndexController_restBase'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/auth/token': {
     parameters: {
       query?: never;
@@ -833,6 +873,33 @@ export interface components {
        * @example 42
        */
       total: number;
+    };
+    ApiIndexLinks: {
+      /**
+       * @description Swagger UI: the REST API, browsable.
+       * @example /api/docs
+       */
+      docs: string;
+      /**
+       * @description The OpenAPI 3 document (JSON).
+       * @example /api/docs-json
+       */
+      openapi: string;
+      /**
+       * @description The GraphQL endpoint (POST or GET; GraphiQL in a browser in development).
+       * @example /graphql
+       */
+      graphql: string;
+      /**
+       * @description The base of every REST route.
+       * @example /api/v1
+       */
+      rest: string;
+    };
+    ApiIndex: {
+      /** @example Atrium */
+      name: string;
+      links: components['schemas']['ApiIndexLinks'];
     };
     TokenPair: {
       /**
@@ -2849,6 +2916,93 @@ export interface operations {
               };
             };
           };
+        };
+      };
+    };
+  };
+  ApiIndexController_root: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Links to the documentation and the APIs */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApiIndex'];
+        };
+      };
+      /** @description Malformed request: the URL does not percent-decode. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+    };
+  };
+  ApiIndexController_restBase: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Links to the documentation and the APIs */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApiIndex'];
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: the URL does not percent-decode. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
         };
       };
     };
