@@ -12,13 +12,12 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
+import { encodeCursor, orderKeyOf } from '../database/paging.js';
 import {
   connectionFromPage,
-  encodeCursor,
   mapConnection,
-  orderKeyOf,
   type ConnectionValue,
-} from '../database/paging.js';
+} from '../database/connection-value.js';
 import { Connection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  connectionFromPage,
-  connectionFromRows,
-  encodeCursor,
-  mapConnection,
-  pageWindow,
-} from './paging.js';
+import { encodeCursor, pageWindow } from './paging.js';
+import { connectionFromPage, connectionFromRows, mapConnection } from './connection-value.js';
 
 describe('connectionFromRows', () => {
   const rows = [1, 2, 3].map((n) => ({ id: `id${n}` }));

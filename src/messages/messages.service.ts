@@ -14,14 +14,16 @@ import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
 import {
-  connectionFromRows,
   encodeCursor,
   encodeMessageCursor,
-  mapConnection,
   pageWindow,
-  type ConnectionValue,
   type PageArgs,
 } from '../database/paging.js';
+import {
+  connectionFromRows,
+  mapConnection,
+  type ConnectionValue,
+} from '../database/connection-value.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 /** Cursor key of `Room.messages` (kept as issued: docs/lists.md, "Paging module"). */

@@ -12,7 +12,7 @@ import {
 } from '@nestjs/graphql';
 import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
-import type { ConnectionValue } from '../database/paging.js';
+import type { ConnectionValue } from '../database/connection-value.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateRoomInput } from './dto/message.inputs.js';
 import type { Message, Room } from './message.js';

@@ -7,13 +7,8 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-  type PageArgs,
-} from '../database/paging.js';
+import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
+import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
 import type { Room } from './message.js';
 import { RoomsRepository } from './rooms.repository.js';

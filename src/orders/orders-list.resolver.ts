@@ -12,7 +12,11 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, type ListQuery } from '../common/list-query.js';
-import { connectionFromPage, mapConnection, type ConnectionValue } from '../database/paging.js';
+import {
+  connectionFromPage,
+  mapConnection,
+  type ConnectionValue,
+} from '../database/connection-value.js';
 import { OrderDirection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';

@@ -11,7 +11,7 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import type { ConnectionValue } from '../database/paging.js';
+import type { ConnectionValue } from '../database/connection-value.js';
 import { NodeRegistry } from '../graphql/node.js';
 import type { User } from '../users/user.js';
 import { UserModel } from '../users/user.model.js';

@@ -15,14 +15,8 @@ import { parseListQuery, type ListSpec, type Page } from '../common/list-query.j
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-  type PageArgs,
-  type PageWindow,
-} from '../database/paging.js';
+import { encodeCursor, pageWindow, type PageArgs, type PageWindow } from '../database/paging.js';
+import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { decideTransition, nextStatuses } from './order-status.js';

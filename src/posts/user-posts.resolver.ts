@@ -1,11 +1,6 @@
 import { Args, Context, Int, Parent, ResolveField, Resolver } from '@nestjs/graphql';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-  type PageWindow,
-} from '../database/paging.js';
+import { encodeCursor, pageWindow, type PageWindow } from '../database/paging.js';
+import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import type { GqlContext } from '../graphql/context.js';
 import { PlainResolvers } from '../graphql/plain-resolvers.js';
 import { groupBy } from '../graphql/loaders.js';

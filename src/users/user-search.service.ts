@@ -3,14 +3,12 @@ import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
 import {
   connectionFromRows,
-  encodeCursor,
   mapConnection,
-  pageWindow,
   type ConnectionValue,
-  type PageArgs,
-} from '../database/paging.js';
+} from '../database/connection-value.js';
 import { MAX_SEARCH_WORDS } from '../database/search-query.js';
 import type { User } from './user.js';
 import { userFromRow, type UserRow } from './users.row.js';

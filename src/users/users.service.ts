@@ -5,13 +5,8 @@ import { NotFound } from '../common/errors.js';
 import { isId } from '../common/ids.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import {
-  connectionFromRows,
-  encodeCursor,
-  pageWindow,
-  type ConnectionValue,
-  type PageArgs,
-} from '../database/paging.js';
+import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
+import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import { UserSearchService } from './user-search.service.js';
 import type { User } from './user.js';
 import { UsersRepository, type UserOrderField } from './users.repository.js';

@@ -1,0 +1,117 @@
+import type { PageMeta } from '../common/list-query.js';
+import type { PageWindow } from './paging.js';
+
+/**
+ * The runtime values of GraphQL connections, built from the pages of the paging module
+ * (`paging.ts`): from keyset rows (`connectionFromRows`) or a REST page (`connectionFromPage`).
+ */
+/** Runtime shape of a connection. Promise-valued getters are evaluated only when selected. */
+export interface ConnectionValue<T> {
+  readonly edges: { cursor: string; node: T }[];
+  nodes: T[];
+  pageInfo: {
+    readonly hasNextPage: boolean | Promise<boolean>;
+    readonly hasPreviousPage: boolean | Promise<boolean>;
+    readonly startCursor: string | null;
+    readonly endCursor: string | null;
+  };
+  /** May be a promise: computed only when selected (see connectionFromRows). */
+  readonly totalCount: number | Promise<number>;
+}
+
+/** Builds the connection from rows fetched by `keysetSql` (at most size + 1, in scan order). */
+export function connectionFromRows<T>(
+  rows: T[],
+  window: PageWindow,
+  cursorOf: (row: T) => string,
+  lazy: {
+    totalCount: () => Promise<number>;
+    /** Is there any row before `after` (forward paging) / after `before` (backward paging)? */
+    existsBeyond?: (side: 'before-after' | 'after-before') => Promise<boolean>;
+  },
+): ConnectionValue<T> {
+  const more = rows.length > window.size;
+  const page = more ? rows.slice(0, window.size) : rows.slice();
+  if (window.backward) {
+    page.reverse();
+  }
+  // Edges and cursors are built only when selected (a page of 20 users asking for `nodes` of 5 posts
+  // each would otherwise encode 120 cursors nobody reads), once.
+  let edges: { cursor: string; node: T }[] | undefined;
+  const edgesOf = () => (edges ??= page.map((node) => ({ cursor: cursorOf(node), node })));
+  const beyond = (
+    given: unknown,
+    side: 'before-after' | 'after-before',
+  ): Promise<boolean> | boolean => (given && lazy.existsBeyond ? lazy.existsBeyond(side) : false);
+  // Getters: the extra statements run only when the client selects these fields.
+  const pageInfo = {
+    get hasNextPage() {
+      return window.backward ? beyond(window.before, 'after-before') : more;
+    },
+    get hasPreviousPage() {
+      return window.backward ? more : beyond(window.after, 'before-after');
+    },
+    get startCursor() {
+      return edgesOf()[0]?.cursor ?? null;
+    },
+    get endCursor() {
+      const all = edgesOf();
+      return all[all.length - 1]?.cursor ?? null;
+    },
+  };
+  return {
+    get edges() {
+      return edgesOf();
+    },
+    nodes: page,
+    pageInfo,
+    get totalCount() {
+      return lazy.totalCount();
+    },
+  };
+}
+
+/**
+ * The same connection over other nodes (`map` of each node), as lazy as the original: edges,
+ * cursors and the total are still computed only when selected.
+ */
+export function mapConnection<T, U>(
+  connection: ConnectionValue<T>,
+  map: (node: T) => U,
+): ConnectionValue<U> {
+  const nodes = connection.nodes.map(map);
+  let edges: { cursor: string; node: U }[] | undefined;
+  return {
+    get edges() {
+      return (edges ??= connection.edges.map((e, i) => ({ cursor: e.cursor, node: nodes[i] })));
+    },
+    nodes,
+    pageInfo: connection.pageInfo,
+    get totalCount() {
+      return connection.totalCount;
+    },
+  };
+}
+
+/**
+ * The connection of a REST page (GraphQL lists that read the same page as their REST list: the
+ * REST cursor is the connection's cursor). Forward paging only: something precedes `after`.
+ */
+export function connectionFromPage<T>(
+  page: { data: T[]; meta: PageMeta; next?: string | null },
+  cursorOf: (node: T) => string,
+  after: string | null | undefined,
+): ConnectionValue<T> {
+  const edges = page.data.map((node) => ({ cursor: cursorOf(node), node }));
+  return {
+    edges,
+    nodes: page.data,
+    pageInfo: {
+      hasNextPage: page.next !== null && page.next !== undefined,
+      hasPreviousPage: after !== undefined && after !== null,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges[edges.length - 1]?.cursor ?? null,
+    },
+    totalCount: page.meta.total,
+  };
+}
