@@ -14,7 +14,12 @@ describe('loadConfig', () => {
       rateLimitWindowS: 60,
       authRateLimit: 10,
       logLevel: 'info',
-      corsOrigins: ['https://studio.apollographql.com', 'http://localhost:*'],
+      corsOrigins: [
+        'https://studio.apollographql.com',
+        'http://localhost:*',
+        'http://127.0.0.1:*',
+        'http://[::1]:*',
+      ],
       passwordHashProfile: 'owasp',
     });
   });
