@@ -89,14 +89,19 @@ describe('GraphQL deprecations: usage per client', () => {
 
   it('two API keys and a named client calling Post.content 2, 1 and 1 times appear with exactly those counts in the REST and GraphQL reports of both instances', async () => {
     const { bearer, expected } = await useDeprecatedField(pair.a.url, pair.b.url);
+    // the clients of this test only (the file's other tests, in any order, use the field as
+    // `first-party` on the same pair)
+    const ours = (usage: Usage): Usage =>
+      Object.fromEntries(Object.keys(expected).map((k) => [k, usage[k] ?? 0]));
     // each instance writes its own counts in batches: wait until both are in, then they are exact
     for (const base of [pair.a.url, pair.b.url]) {
       await waitFor(
-        async () => JSON.stringify(await restUsage(base, bearer)) === JSON.stringify(expected),
+        async () =>
+          JSON.stringify(ours(await restUsage(base, bearer))) === JSON.stringify(expected),
         { intervalMs: 200, what: 'the REST report to hold the expected counts' },
       );
-      expect(await restUsage(base, bearer)).toEqual(expected);
-      expect(await graphqlUsage(base, bearer)).toEqual(expected);
+      expect(ours(await restUsage(base, bearer))).toEqual(expected);
+      expect(ours(await graphqlUsage(base, bearer))).toEqual(expected);
     }
   });
 
