@@ -76,6 +76,11 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
   expectStatus(live.response, 200, 'GET /health/live');
   const ready = await anonymous.GET('/health/ready');
   expectStatus(ready.response, 200, 'GET /health/ready');
+  // the pointers a newcomer finds at the root and at the API's base
+  const root = await anonymous.GET('/');
+  expectStatus(root.response, 200, 'GET /');
+  const base = await anonymous.GET('/api/v1');
+  expectStatus(base.response, 200, 'GET /api/v1');
 
   // sign in, refresh
   const signedIn = await anonymous.POST('/api/v1/auth/token', { body: options.admin });
@@ -346,6 +351,11 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
   });
   expectStatus(audit.response, 200, 'GET /audit-events');
   need(audit.data, 'audit events');
+  const deprecations = await api.GET('/api/v1/graphql/deprecations', {
+    params: { query: { since: '2026-01-01T00:00:00Z' } },
+  });
+  expectStatus(deprecations.response, 200, 'GET /graphql/deprecations');
+  need(deprecations.data, 'deprecation usage');
 
   // webhooks: register an endpoint, read, change, ping, read its log, redeliver, rotate, delete
   const hookCreated = await api.POST('/api/v1/webhooks', {
