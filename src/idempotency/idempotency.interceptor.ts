@@ -266,6 +266,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
       this.running.delete(id);
     }, ANSWER_TIMEOUT_MS);
     timer.unref();
+    /** Takes the key in `tx`: false when another transaction holds it or committed it already. */
+    const take = async (tx: TxContext): Promise<boolean> =>
+      (await this.repo.lock(tx.manager, id)) &&
+      !(await this.repo.findIn(tx.manager, id, new Date().toISOString()));
     const store = async (tx: TxContext, response: StoredResponse) => {
       if (!(await this.repo.store(tx.manager, id, recordOf(response)))) {
         throw new KeyTaken();
@@ -282,10 +286,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       storeAlone: (response) =>
         this.db.outsideHeld(() =>
           this.db.transaction(async (tx) => {
-            if (
-              (await this.repo.lock(tx.manager, id)) &&
-              !(await this.repo.findIn(tx.manager, id, new Date().toISOString()))
-            ) {
+            if (await take(tx)) {
               await store(tx, response);
             }
           }),
@@ -301,10 +302,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         // the first transaction the handler opens takes the key: another transaction holds it now
         // (another instance runs it), or committed it since the look above -> 409, nothing runs
         begin: async (tx) => {
-          if (
-            !(await this.repo.lock(tx.manager, id)) ||
-            (await this.repo.findIn(tx.manager, id, new Date().toISOString()))
-          ) {
+          if (!(await take(tx))) {
             throw new KeyTaken();
           }
         },
@@ -337,6 +335,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
  * request's. An onSend hook sees the final status, headers and body, whether a handler or the
  * error filter made them. A commit that fails turns the answer into a 503: nothing happened.
  */
+/** Drops the headers that describe a result, before another answer takes its place. */
+function clearResultHeaders(reply: FastifyReply): void {
+  for (const name of KEPT_HEADERS) {
+    reply.removeHeader(name);
+  }
+}
+
 export function registerIdempotencyHook(fastify: FastifyInstance): void {
   const logger = new Logger('Idempotency');
   const settle = async (
@@ -349,9 +354,7 @@ export function registerIdempotencyHook(fastify: FastifyInstance): void {
       return payload; // what a fresh request gets now: the refusal, not the stored response
     }
     if (state.kind === 'replay' || state.kind === 'replay-if-allowed') {
-      for (const name of KEPT_HEADERS) {
-        reply.removeHeader(name);
-      }
+      clearResultHeaders(reply);
       void reply
         .code(state.response.status)
         .headers(state.response.headers)
@@ -394,9 +397,7 @@ export function registerIdempotencyHook(fastify: FastifyInstance): void {
       // the change and its record did not commit (the connection dropped, the database went
       // away): whatever the handler answered, nothing happened, and a retry runs the key again
       logger.warn({ err }, 'the Idempotency-Key transaction did not commit');
-      for (const name of KEPT_HEADERS) {
-        reply.removeHeader(name);
-      }
+      clearResultHeaders(reply);
       void reply
         .code(503)
         .header('Retry-After', String(DB_RETRY_AFTER_S))
