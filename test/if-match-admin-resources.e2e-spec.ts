@@ -7,7 +7,7 @@ import { registerClient } from './helpers/oauth.js';
 
 /**
  * If-Match on the writes of webhooks, OAuth clients and API keys, like users and posts: a stale tag
- * is 412 `precondition_failed` and changes nothing (README "ETags").
+ * is 412 `precondition_failed` and changes nothing (docs/decisions.md, "ETags").
  */
 describe('If-Match on webhook endpoints, OAuth clients and API keys', () => {
   let t: TestApp;

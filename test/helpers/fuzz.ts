@@ -84,8 +84,8 @@ export type DbState = Map<string, string[]>;
 
 /**
  * Columns that record the use of a credential rather than a change asked for: an API key's
- * `last_used_at` is written when the key authenticates a request (at most once a minute, README
- * "API keys"), whatever the request's outcome.
+ * `last_used_at` is written when the key authenticates a request (at most once a minute,
+ * docs/decisions.md "API keys"), whatever the request's outcome.
  */
 const BOOKKEEPING: Record<string, string[]> = { api_keys: ['last_used_at'] };
 
