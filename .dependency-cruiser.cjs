@@ -23,6 +23,14 @@ module.exports = {
       to: { path: '^src/(graphql|http)/' },
     },
     {
+      name: 'transports-not-to-paging',
+      severity: 'error',
+      comment:
+        'Controllers and resolvers only map a page to their wire shape (docs/lists.md, "Paging module"): the cursor codec, the keyset SQL and the GraphQL windows (src/database/paging.ts) are called by services and repositories, which hand out pages whose cursors are already encoded (`cursorAt`, `next`, the connection values of src/database/connection-value.ts).',
+      from: { path: '^src/.+\\.(controller|resolver)\\.ts$' },
+      to: { path: '^src/database/paging\\.ts$' },
+    },
+    {
       name: 'repository-not-to-mapper',
       severity: 'error',
       comment:

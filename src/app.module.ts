@@ -25,7 +25,7 @@ import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { UsersModule } from './users/users.module.js';
 import { WebhookOutboxModule } from './outbox/webhook-outbox.module.js';
-import { ChangesModule } from './changes/changes.module.js';
+import { ChangesModule } from './change-subscribers/changes.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({})

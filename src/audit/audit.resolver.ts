@@ -12,7 +12,6 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import { encodeCursor, orderKeyOf } from '../database/paging.js';
 import {
   connectionFromPage,
   mapConnection,
@@ -166,10 +165,6 @@ export class AuditResolver {
       },
       { page: 1, limit: first ?? DEFAULT_LIMIT, sort, filters: {}, cursor: after ?? undefined },
     );
-    const key = orderKeyOf('audit-events', sort);
-    return mapConnection(
-      connectionFromPage(page, (e) => encodeCursor(key, [e.at], e.id), after),
-      toModel,
-    );
+    return mapConnection(connectionFromPage(page, after), toModel);
   }
 }

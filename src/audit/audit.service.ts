@@ -118,7 +118,7 @@ const SECRET_MEMBERS = /(password|secret|hash|token|^key$)/i;
 
 /**
  * The audit log (docs/admin.md "Audit log"). `record` is called by the change record's audit
- * subscriber (src/changes/, docs/data-integrity.md "The change record") with the transaction of the
+ * subscriber (src/change-subscribers/, docs/data-integrity.md "The change record") with the transaction of the
  * change it records, so the entry commits or rolls back with it; the request id and address come
  * from the caller's HTTP request (`Caller.request`).
  */
@@ -205,11 +205,15 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     caller: Caller,
     filter: AuditEventFilter,
     query: ReturnType<typeof parseListQuery>,
-  ): Promise<Page<AuditEvent>> {
+  ): Promise<Required<Page<AuditEvent>>> {
     const view = viewOf(caller);
     const scoped: AuditEventFilter = view.actions ? { ...filter, actions: view.actions } : filter;
-    const { rows, meta, next } = await this.events.page(scoped, query, this.total(scoped));
-    return { data: rows.map((row) => shown(auditEventFromRow(row), view)), meta, next };
+    const { rows, meta, next, cursorAt } = await this.events.page(
+      scoped,
+      query,
+      this.total(scoped),
+    );
+    return { data: rows.map((row) => shown(auditEventFromRow(row), view)), meta, next, cursorAt };
   }
 
   /**

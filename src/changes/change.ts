@@ -1,10 +1,28 @@
-import type { AuditChanges } from '../audit/audit-event.js';
-import type { ApiKeyResponse } from '../auth/api-keys/api-key.response.js';
 import type { Caller } from '../identity/caller.js';
-import type { Message, MessageEvent, Room } from '../messages/message.js';
-import type { Order } from '../orders/order.js';
-import type { Post } from '../posts/post.js';
-import type { User } from '../users/user.js';
+import type { Role } from '../identity/role.js';
+import type { Message, MessageEvent, Room } from '../domain/message.js';
+import type { Order } from '../domain/order.js';
+import type { Post } from '../domain/post.js';
+import type { User } from '../domain/user.js';
+
+/**
+ * The payload shapes below sit under every resource folder (the folder graph is acyclic): the
+ * transport-neutral records of src/domain/, and the small shapes declared here. The subscribers that
+ * turn a change into webhooks, audit entries, counters and events sit above the resources
+ * (src/change-subscribers/).
+ */
+
+/** Members of a resource as `{member: [old, new]}` (REST names, no secret): an audit entry's `changes`. */
+export type MemberChanges = Record<string, [unknown, unknown]>;
+
+/** A new API key as the audit log records it (never its secret). */
+export interface CreatedApiKey {
+  id: string;
+  user_id: string;
+  name: string;
+  role: Role;
+  expires_at: string | null;
+}
 
 /**
  * Who made a change: a caller (REST, GraphQL), the server itself (`system`: the boot, the webhook
@@ -54,12 +72,12 @@ export type Change =
   /** `event`: the message with its room and author, as subscribers of the room receive it. */
   | { type: 'message.sent'; message: Message; event: MessageEvent; actor: Caller }
   // ---- API keys ----
-  | { type: 'api_key.created'; key: ApiKeyResponse; actor: Caller }
+  | { type: 'api_key.created'; key: CreatedApiKey; actor: Caller }
   | { type: 'api_key.revoked'; keyId: string; revokedAt: string; actor: Caller }
   // ---- OAuth clients and grants ----
   /** `members`: the client's registered members as `{member: [old, new]}` (REST names, no secret). */
-  | { type: 'oauth_client.created'; clientId: string; members: AuditChanges; actor: Caller }
-  | { type: 'oauth_client.updated'; clientId: string; members: AuditChanges; actor: Caller }
+  | { type: 'oauth_client.created'; clientId: string; members: MemberChanges; actor: Caller }
+  | { type: 'oauth_client.updated'; clientId: string; members: MemberChanges; actor: Caller }
   | {
       type: 'oauth_client.secret_rotated';
       clientId: string;
@@ -78,8 +96,8 @@ export type Change =
     }
   // ---- webhook endpoints ----
   /** `members`: the endpoint's members as `{member: [old, new]}` (REST names, no secret). */
-  | { type: 'webhook.created'; endpointId: string; members: AuditChanges; actor: Caller }
-  | { type: 'webhook.updated'; endpointId: string; members: AuditChanges; actor: Caller }
+  | { type: 'webhook.created'; endpointId: string; members: MemberChanges; actor: Caller }
+  | { type: 'webhook.updated'; endpointId: string; members: MemberChanges; actor: Caller }
   | { type: 'webhook.deleted'; endpointId: string; actor: Caller }
   /** A new signing secret; `overlapEndsAt`: until when the previous one also signs (old, new). */
   | {

@@ -154,6 +154,20 @@ export interface Page<T> {
   meta: PageMeta;
   /** Keyset cursor of the next page (lists paged by cursor; null on the last page). */
   next?: string | null;
+  /**
+   * The keyset cursor of `data[index]` (lists paged by cursor): encoded by the paging module
+   * (src/database/paging.ts), never by a transport; a GraphQL connection over the page takes its
+   * edges' cursors from here.
+   */
+  cursorAt?: (index: number) => string;
+}
+
+/** The paging arguments of a GraphQL connection (Relay): validated by the paging module. */
+export interface PageArgs {
+  first?: number | null;
+  after?: string | null;
+  last?: number | null;
+  before?: string | null;
 }
 
 /**

@@ -86,13 +86,14 @@ describe('mapConnection', () => {
 });
 
 describe('connectionFromPage', () => {
-  it('takes the REST page as it is: its next cursor, its total, hasPreviousPage from after', () => {
+  it('takes the REST page as it is: its cursors, its next cursor, its total, hasPreviousPage from after', () => {
     const page = {
       data: [{ id: 'a' }, { id: 'b' }],
       meta: { page: 1, limit: 2, total: 7 },
       next: 'n',
+      cursorAt: (i: number) => `c-${['a', 'b'][i]}`,
     };
-    const c = connectionFromPage(page, (r) => `c-${r.id}`, 'x');
+    const c = connectionFromPage(page, 'x');
     expect(c.nodes).toEqual(page.data);
     expect(c.edges.map((e) => e.cursor)).toEqual(['c-a', 'c-b']);
     expect(c.pageInfo).toEqual({
@@ -102,11 +103,7 @@ describe('connectionFromPage', () => {
       endCursor: 'c-b',
     });
     expect(c.totalCount).toBe(7);
-    const last = connectionFromPage(
-      { ...page, data: [] as { id: string }[], next: null },
-      (r) => r.id,
-      null,
-    );
+    const last = connectionFromPage({ ...page, data: [] as { id: string }[], next: null }, null);
     expect(last.pageInfo).toEqual({
       hasNextPage: false,
       hasPreviousPage: false,

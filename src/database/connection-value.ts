@@ -94,15 +94,15 @@ export function mapConnection<T, U>(
 }
 
 /**
- * The connection of a REST page (GraphQL lists that read the same page as their REST list: the
- * REST cursor is the connection's cursor). Forward paging only: something precedes `after`.
+ * The connection of a REST page (GraphQL lists that read the same page, from the same service
+ * method, as their REST list: the page's cursors, `cursorAt`, are the edges' cursors). Forward
+ * paging only: something precedes `after`.
  */
 export function connectionFromPage<T>(
-  page: { data: T[]; meta: PageMeta; next?: string | null },
-  cursorOf: (node: T) => string,
+  page: { data: T[]; meta: PageMeta; next?: string | null; cursorAt: (index: number) => string },
   after: string | null | undefined,
 ): ConnectionValue<T> {
-  const edges = page.data.map((node) => ({ cursor: cursorOf(node), node }));
+  const edges = page.data.map((node, i) => ({ cursor: page.cursorAt(i), node }));
   return {
     edges,
     nodes: page.data,

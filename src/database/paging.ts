@@ -4,6 +4,7 @@ import {
   DEFAULT_LIMIT,
   MAX_LIMIT,
   type ListQuery,
+  type PageArgs,
   type PageMeta,
   type SortTerm,
 } from '../common/list-query.js';
@@ -220,6 +221,12 @@ export interface ListPage<R> {
   meta: PageMeta;
   /** Cursor of the next page (`Link: rel="next"`), null on the last page. */
   next: string | null;
+  /**
+   * The cursor of `rows[index]` in this list's order: the list's one cursor format, the same token
+   * as `next` (and as the GraphQL edges' cursors of the lists that map this page to a connection).
+   * Encoded on demand: a REST page reads none but its last.
+   */
+  cursorAt: (index: number) => string;
 }
 
 /**
@@ -266,17 +273,41 @@ export async function listPage<R extends { id: string }>(
   const [rows, count] = await Promise.all([rowsQuery, total]);
   const more = rows.length > query.limit;
   const page = more ? rows.slice(0, query.limit) : rows;
-  const last = page[page.length - 1] as (R & Record<string, unknown>) | undefined;
-  const next =
-    more && last
-      ? encodeCursor(
-          orderKey,
-          query.sort.map((t) => last[sql.sortColumns[t.field]]),
-          last.id,
-        )
-      : null;
+  const cursorAt = (index: number): string => {
+    const row = page[index] as R & Record<string, unknown>;
+    return encodeCursor(
+      orderKey,
+      query.sort.map((t) => row[sql.sortColumns[t.field]]),
+      row.id,
+    );
+  };
+  const next = more && page.length > 0 ? cursorAt(page.length - 1) : null;
   const pageNumber = query.cursor !== undefined && !query.pageGiven ? null : query.page;
-  return { rows: page, meta: { page: pageNumber, limit: query.limit, total: count }, next };
+  return {
+    rows: page,
+    meta: { page: pageNumber, limit: query.limit, total: count },
+    next,
+    cursorAt,
+  };
+}
+
+/**
+ * The page of a list whose filter is known to match nothing (no statement run), shaped as
+ * `listPage` answers an empty page.
+ */
+export function emptyListPage<R>(query: ListQuery): ListPage<R> {
+  return {
+    rows: [],
+    meta: {
+      page: query.cursor !== undefined && !query.pageGiven ? null : query.page,
+      limit: query.limit,
+      total: 0,
+    },
+    next: null,
+    cursorAt: (index) => {
+      throw new RangeError(`an empty page has no row ${index}`);
+    },
+  };
 }
 
 /**
@@ -316,13 +347,6 @@ export interface PageWindow {
   backward: boolean;
   after?: [Scalar, string];
   before?: [Scalar, string];
-}
-
-export interface PageArgs {
-  first?: number | null;
-  after?: string | null;
-  last?: number | null;
-  before?: string | null;
 }
 
 /** The window `first`/`after`/`last`/`before` ask for, over cursors of `orderKey` (one sort value). */

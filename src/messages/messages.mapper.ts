@@ -1,5 +1,5 @@
 import type { MessageResponse, RoomResponse } from './dto/message.response.js';
-import type { Message, Room } from './message.js';
+import type { Message, Room } from '../domain/message.js';
 
 export function toRestRoom(room: Room): RoomResponse {
   return { id: room.id, name: room.name, created_at: room.createdAt };

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { listPage } from '../database/paging.js';
-import type { Message } from './message.js';
+import type { Message } from '../domain/message.js';
 import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.row.js';
 
 /** Messages sort by their room sequence: commit order, which is also created_at order in a room. */

@@ -15,14 +15,13 @@ import { EventsService } from '../events/events.service.js';
 import type { GqlContext } from '../graphql/context.js';
 import { replayGateOf } from '../graphql/ws-replay.js';
 import { isRoomResync, type RoomResync } from '../events/events.service.js';
-import type { User } from '../users/user.js';
+import type { User } from '../domain/user.js';
 import { UserModel } from '../users/user.model.js';
 import { userLoader } from '../users/users.loaders.js';
 import { UsersService } from '../users/users.service.js';
 import { SendMessageInput } from './dto/message.inputs.js';
-import type { Message, MessageEvent, Room } from './message.js';
+import type { Message, MessageEvent, Room } from '../domain/message.js';
 import { MessageModel, RoomModel } from './message.model.js';
-import { decodeMessageCursor } from '../database/paging.js';
 import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
 import {
@@ -125,7 +124,7 @@ export class MessagesResolver {
     if (after === undefined || after === null) {
       return this.events.roomMessages(roomId);
     }
-    const afterSeq = decodeMessageCursor(after, roomId);
+    const afterSeq = this.messages.seqOfCursor(roomId, after);
     return resumableRoomStream(
       {
         listen: (listener) => this.events.listenRoom(roomId, listener),

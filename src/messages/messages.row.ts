@@ -1,4 +1,4 @@
-import type { Message, Room } from './message.js';
+import type { Message, Room } from '../domain/message.js';
 import { encodeMessageCursor } from '../database/paging.js';
 
 /** `rooms` and `messages` rows as the repositories' raw SQL reads them, and the values they hold. */

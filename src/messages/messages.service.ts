@@ -3,21 +3,21 @@ import { hasRole, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, NotFound } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { SendMessageInput } from './dto/message.inputs.js';
-import type { Message, MessageEvent } from './message.js';
+import type { Message, MessageEvent } from '../domain/message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
 import { RoomsRepository } from './rooms.repository.js';
 import {
   encodeCursor,
+  decodeMessageCursor,
   encodeMessageCursor,
   pageWindow,
-  type PageArgs,
 } from '../database/paging.js';
 import {
   connectionFromRows,
@@ -135,6 +135,14 @@ export class MessagesService {
       { totalCount: batch.total, existsBeyond: async () => window.after !== undefined },
     );
     return mapConnection(connection, (n) => n.message);
+  }
+
+  /**
+   * The position (the room's seq) a `Message.cursor` of `roomId` names: where `messageAdded(after:)`
+   * resumes. A malformed cursor or one of another room is BAD_USER_INPUT naming `after`.
+   */
+  seqOfCursor(roomId: string, cursor: string): number {
+    return decodeMessageCursor(cursor, roomId);
   }
 
   /** Messages per room: one read of their counters for all of them. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GraphQLError } from 'graphql';
 import { QueuedBytes, RefusedEvent, ReplaySlots, type ReplayGate } from '../graphql/ws-replay.js';
-import type { Message, MessageEvent } from './message.js';
+import type { Message, MessageEvent } from '../domain/message.js';
 import {
   FELL_BEHIND,
   MAX_REPLAY,

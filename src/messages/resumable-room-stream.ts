@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import { BadRequest } from '../common/errors.js';
 import { isRoomResync, type RoomResync } from '../events/events.service.js';
 import { markPrecharged, RefusedEvent, type ReplayGate } from '../graphql/ws-replay.js';
-import type { Message, MessageEvent } from './message.js';
+import type { Message, MessageEvent } from '../domain/message.js';
 
 /** The most missed messages `messageAdded(after:)` replays; more -> RESYNC_REQUIRED. */
 export const MAX_REPLAY = 1_000;

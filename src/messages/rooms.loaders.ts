@@ -1,6 +1,6 @@
 import type { GqlContext } from '../graphql/context.js';
 import { byId } from '../graphql/loaders.js';
-import type { Room } from './message.js';
+import type { Room } from '../domain/message.js';
 import type { RoomsService } from './rooms.service.js';
 
 /** Rooms by id, batched per request (a list of messages names few rooms). */

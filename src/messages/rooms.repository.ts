@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { keysetSql, listPage, type PageWindow } from '../database/paging.js';
-import type { Room } from './message.js';
+import type { Room } from '../domain/message.js';
 import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', name: 'name' };

@@ -15,7 +15,7 @@ import type { GqlContext } from '../graphql/context.js';
 import type { ConnectionValue } from '../database/connection-value.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateRoomInput } from './dto/message.inputs.js';
-import type { Message, Room } from './message.js';
+import type { Message, Room } from '../domain/message.js';
 import { MessageConnection, RoomConnection, RoomModel } from './message.model.js';
 import { MessagesService, type SequencedMessage } from './messages.service.js';
 import { RoomsService } from './rooms.service.js';

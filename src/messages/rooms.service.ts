@@ -3,14 +3,14 @@ import { hasRole, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { Conflict, Forbidden, NotFound, Unauthorized } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
+import { encodeCursor, pageWindow } from '../database/paging.js';
 import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
-import type { Room } from './message.js';
+import type { Room } from '../domain/message.js';
 import { RoomsRepository } from './rooms.repository.js';
 
 export const ROOM_LIST_SPEC: ListSpec<never> = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Role } from '../identity/role.js';
-import { ORDER_STATUSES, OrderStatus } from './order.js';
+import { ORDER_STATUSES, OrderStatus } from '../domain/order.js';
 import { decideTransition, isValidTransition, nextStatuses } from './order-status.js';
 
 const { PENDING, PAID, SHIPPED, DELIVERED, CANCELLED } = OrderStatus;

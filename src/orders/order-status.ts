@@ -1,5 +1,5 @@
 import { Role } from '../identity/role.js';
-import { OrderStatus } from './order.js';
+import { OrderStatus } from '../domain/order.js';
 
 /**
  * The order state machine: pending -> paid -> shipped -> delivered, and pending|paid -> cancelled.

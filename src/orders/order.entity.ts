@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { OrderStatus } from './order.js';
+import type { OrderStatus } from '../domain/order.js';
 
 /** Persistence shape only; never returned as a response (see orders.mapper.ts). */
 @Entity('orders')

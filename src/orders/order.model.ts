@@ -19,7 +19,7 @@ import {
   SkuRules,
   UnitPriceRules,
 } from './dto/order.rules.js';
-import { OrderStatus } from './order.js';
+import { OrderStatus } from '../domain/order.js';
 
 registerEnumType(OrderStatus, {
   name: 'OrderStatus',

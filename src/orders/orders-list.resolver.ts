@@ -12,19 +12,14 @@ import {
 } from '@nestjs/graphql';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, type ListQuery } from '../common/list-query.js';
-import {
-  connectionFromPage,
-  mapConnection,
-  type ConnectionValue,
-} from '../database/connection-value.js';
+import { connectionFromPage, type ConnectionValue } from '../database/connection-value.js';
 import { OrderDirection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
-import { OrderStatus, type Order } from './order.js';
+import { OrderStatus, type Order } from '../domain/order.js';
 import { OrderConnection, OrderModel } from './order.model.js';
 import { OrdersListService } from './orders-list.service.js';
-import { orderFromRow } from './orders.row.js';
 
 export enum OrderOrderField {
   CREATED_AT = 'created_at',
@@ -110,7 +105,6 @@ export class OrdersListResolver {
     if (details.length > 0) {
       throw BadRequest('Invalid arguments', details);
     }
-    const resolved = await this.list.resolve(ctx.caller, checked);
     const query: ListQuery = {
       page: 1,
       limit: first ?? DEFAULT_LIMIT,
@@ -123,14 +117,6 @@ export class OrdersListResolver {
       filters: {},
       cursor: after ?? undefined,
     };
-    const { rows, meta, next } = await this.list.pageOf(resolved, query);
-    return mapConnection(
-      connectionFromPage(
-        { data: rows, meta, next },
-        (row) => this.list.cursorOf(row, query),
-        after,
-      ),
-      orderFromRow,
-    );
+    return connectionFromPage(await this.list.page(ctx.caller, checked, query), after);
   }
 }

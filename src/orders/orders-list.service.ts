@@ -13,12 +13,13 @@ import { isId } from '../common/ids.js';
 import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
-import { ORDER_STATUSES, type Order } from './order.js';
+import { ORDER_STATUSES, type Order } from '../domain/order.js';
 import { orderFromRow, type OrderRow } from './orders.row.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { OrdersRepository, type OrderFilter } from './orders.repository.js';
 import { totalRangeKeys } from './order-range-totals.js';
 import { countInInterval } from '../database/calendar-counts.js';
+import { emptyListPage } from '../database/paging.js';
 import { createdKey } from '../database/order-range-keys.js';
 
 export type OrderListFilter = 'status';
@@ -125,7 +126,7 @@ export class OrdersListService {
   }
 
   /** Rights, then the filter as the caller may see it. */
-  async resolve(caller: MaybeCaller, filter: OrderFilter): Promise<ResolvedOrderFilter> {
+  private async resolve(caller: MaybeCaller, filter: OrderFilter): Promise<ResolvedOrderFilter> {
     this.requireOrderRole(caller);
     if (!isAdmin(caller)) {
       if (filter.userId !== undefined && filter.userId !== caller.userId) {
@@ -140,33 +141,32 @@ export class OrdersListService {
     return { filter, liveOwner: true, empty: owner === undefined };
   }
 
+  /** GET /api/v1/orders: the query's filter and page, then `page`. */
   async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Order>> {
     this.requireOrderRole(caller);
     const { query, filter } = this.parse(rawQuery);
-    const resolved = await this.resolve(caller, filter);
-    const { rows, meta, next } = await this.pageOf(resolved, query);
-    return { data: rows.map(orderFromRow), meta, next };
+    return this.page(caller, filter, query);
   }
 
-  /** A page of rows (REST and GraphQL). */
-  pageOf(resolved: ResolvedOrderFilter, query: ListQuery) {
-    if (resolved.empty) {
-      return Promise.resolve({
-        rows: [] as OrderRow[],
-        meta: {
-          page: query.cursor && !query.pageGiven ? null : query.page,
-          limit: query.limit,
-          total: 0,
-        },
-        next: null,
-      });
-    }
-    return this.orders.pageAcrossUsers(
-      resolved.filter,
-      resolved.liveOwner,
-      query,
-      this.total(resolved),
-    );
+  /**
+   * One page of the orders list (REST `GET /orders` and GraphQL `orders`): rights, the filter as the
+   * caller may see it, the page with its cursors (src/database/paging.ts) and its total.
+   */
+  async page(
+    caller: MaybeCaller,
+    filter: OrderFilter,
+    query: ListQuery,
+  ): Promise<Required<Page<Order>>> {
+    const resolved = await this.resolve(caller, filter);
+    const { rows, meta, next, cursorAt } = resolved.empty
+      ? emptyListPage<OrderRow>(query)
+      : await this.orders.pageAcrossUsers(
+          resolved.filter,
+          resolved.liveOwner,
+          query,
+          this.total(resolved),
+        );
+    return { data: rows.map(orderFromRow), meta, next, cursorAt };
   }
 
   /**
@@ -251,10 +251,6 @@ export class OrdersListService {
     return resolved.empty
       ? []
       : this.orders.scanAcrossUsers(resolved.filter, resolved.liveOwner, query.sort);
-  }
-
-  cursorOf(row: OrderRow, query: ListQuery): string {
-    return this.orders.cursorAcrossUsers(row, query.sort);
   }
 
   private requireOrderRole(caller: MaybeCaller): asserts caller is Caller {

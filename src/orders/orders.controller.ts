@@ -22,7 +22,7 @@ import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi
 
 import { CreateOrderBody, UpdateOrderBody } from './dto/order.inputs.js';
 import { OrderResponse } from './dto/order.response.js';
-import type { Order } from './order.js';
+import type { Order } from '../domain/order.js';
 import { toRestOrder } from './orders.mapper.js';
 import { ORDER_LIST_SPEC, OrdersService, type OrderPrecondition } from './orders.service.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';

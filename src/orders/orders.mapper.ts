@@ -1,5 +1,5 @@
 import type { OrderResponse } from './dto/order.response.js';
-import type { Order } from './order.js';
+import type { Order } from '../domain/order.js';
 
 /** REST body of an order (snake_case). */
 export function toRestOrder(order: Order): OrderResponse {

@@ -1,19 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
-  encodeCursor,
   keysetAfterSql,
   keysetSql,
   listPage,
   orderBySql,
-  orderKeyOf,
   releaseBatch,
   type ListPage,
   type PageWindow,
 } from '../database/paging.js';
 import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import type { Order, OrderStatus } from './order.js';
+import type { Order, OrderStatus } from '../domain/order.js';
 import { OrderEntity } from './order.entity.js';
 import { ORDER_COLUMNS, itemsToJson, orderFromRow, type OrderRow } from './orders.row.js';
 
@@ -267,15 +265,5 @@ export class OrdersRepository {
         return;
       }
     }
-  }
-
-  /** GraphQL cursor of a row in this list's order (same format as the REST cursors). */
-  cursorAcrossUsers(row: OrderRow, sort: readonly SortTerm[]): string {
-    const r = row as OrderRow & Record<string, string | number>;
-    return encodeCursor(
-      orderKeyOf('orders-all', sort),
-      sort.map((t) => r[ORDER_SORT_COLUMNS[t.field as keyof typeof ORDER_SORT_COLUMNS]]),
-      row.id,
-    );
   }
 }

@@ -13,11 +13,11 @@ import {
 import type { GqlContext } from '../graphql/context.js';
 import type { ConnectionValue } from '../database/connection-value.js';
 import { NodeRegistry } from '../graphql/node.js';
-import type { User } from '../users/user.js';
+import type { User } from '../domain/user.js';
 import { UserModel } from '../users/user.model.js';
 import { userLoader } from '../users/users.loaders.js';
 import { UsersService } from '../users/users.service.js';
-import { OrderStatus, type Order } from './order.js';
+import { OrderStatus, type Order } from '../domain/order.js';
 import { CreateOrderInput, OrderConnection, OrderModel } from './order.model.js';
 import { OrdersService } from './orders.service.js';
 

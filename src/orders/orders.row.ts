@@ -1,4 +1,4 @@
-import type { Order, OrderItem, OrderStatus } from './order.js';
+import type { Order, OrderItem, OrderStatus } from '../domain/order.js';
 
 /** An `orders` row as the repository's raw SQL reads it (`ORDER_COLUMNS`), and the `Order` it holds. */
 export interface OrderRow {

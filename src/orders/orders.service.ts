@@ -11,13 +11,13 @@ import {
   ValidationFailed,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { encodeCursor, pageWindow, type PageArgs, type PageWindow } from '../database/paging.js';
+import { encodeCursor, pageWindow, type PageWindow } from '../database/paging.js';
 import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
-import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from './order.js';
+import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from '../domain/order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { decideTransition, nextStatuses } from './order-status.js';
 import { orderFromRow } from './orders.row.js';

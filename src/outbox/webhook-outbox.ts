@@ -3,11 +3,12 @@ import type { TxContext } from '../database/database.service.js';
 import { WebhookEventsRepository } from './webhook-events.repository.js';
 import { newId } from '../common/ids.js';
 import type { WebhookEventType } from './webhook-types.js';
+import { activeTraceparent } from '../telemetry/tracing.js';
 
 /**
  * Where a change's webhook event is written: in the change's own transaction, so an event exists
  * exactly when the change committed (a crash after the commit loses nothing; a rollback sends
- * nothing). Only the change record's outbox subscriber enqueues (src/changes/, docs/data-integrity.md
+ * nothing). Only the change record's outbox subscriber enqueues (src/change-subscribers/, docs/data-integrity.md
  * "The change record"); the delivery engine fans the rows out to the endpoints after the commit.
  */
 @Injectable()
@@ -33,6 +34,8 @@ export class WebhookOutbox {
       payload: JSON.stringify(object),
       created_at: new Date().toISOString(),
       dispatched_at: null,
+      // the deliveries, however late, continue the trace of the request that made the change
+      traceparent: activeTraceparent(),
     });
     tx.afterCommit(() => this.notify());
   }

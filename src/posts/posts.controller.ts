@@ -31,7 +31,7 @@ import {
 
 import { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
 import { PostResponse } from './dto/post.response.js';
-import type { Post as PostValue } from './post.js';
+import type { Post as PostValue } from '../domain/post.js';
 import { toRestPost } from './posts.mapper.js';
 import { POST_LIST_SPEC, PostsService, type PostPrecondition } from './posts.service.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';

@@ -1,6 +1,6 @@
 import type { GqlContext } from '../graphql/context.js';
 import { byId } from '../graphql/loaders.js';
-import type { Post } from './post.js';
+import type { Post } from '../domain/post.js';
 import type { PostsService } from './posts.service.js';
 
 /** Live posts by id, batched per request. */

@@ -1,5 +1,5 @@
 import type { PostResponse } from './dto/post.response.js';
-import type { Post } from './post.js';
+import type { Post } from '../domain/post.js';
 
 /** A post value; `content` (the body's old name) is always set from `body` (here and in postFromRow). */
 export function postOf(fields: Omit<Post, 'content'>): Post {

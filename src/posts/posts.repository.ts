@@ -4,7 +4,7 @@ import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { keysetSql, listPage, type PageWindow } from '../database/paging.js';
 import { searchRows } from '../database/search-index.js';
-import type { Post } from './post.js';
+import type { Post } from '../domain/post.js';
 import { POST_COLUMNS, postFromRow, type PostRow } from './posts.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', title: 'title' };

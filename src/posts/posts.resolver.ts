@@ -12,12 +12,12 @@ import {
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
-import type { User } from '../users/user.js';
+import type { User } from '../domain/user.js';
 import { UserModel } from '../users/user.model.js';
 import { userLoader } from '../users/users.loaders.js';
 import { UsersService } from '../users/users.service.js';
 import { CreatePostInput, PatchPostInput } from './dto/post.inputs.js';
-import type { Post } from './post.js';
+import type { Post } from '../domain/post.js';
 import { PostModel } from './post.model.js';
 import { postLoader } from './posts.loaders.js';
 import { PostsService } from './posts.service.js';

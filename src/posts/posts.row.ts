@@ -1,4 +1,4 @@
-import type { Post } from './post.js';
+import type { Post } from '../domain/post.js';
 
 /** A `posts` row as the repository's raw SQL reads it (`POST_COLUMNS`), and the `Post` it holds. */
 export interface PostRow {

@@ -10,13 +10,20 @@ import {
   Unauthorized,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { MAX_LIMIT, parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import {
+  MAX_LIMIT,
+  parseListQuery,
+  type ListSpec,
+  type Page,
+  type PageArgs,
+} from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import type { PageWindow } from '../database/paging.js';
+import { encodeCursor, pageWindow } from '../database/paging.js';
+import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import type { CreatePostInput, PatchPostInput, ReplacePostInput } from './dto/post.inputs.js';
-import type { Post } from './post.js';
+import type { Post } from '../domain/post.js';
 import { POST_BODY_COST } from './post.model.js';
 import { PostsRepository } from './posts.repository.js';
 import { postOf } from './posts.mapper.js';
@@ -34,6 +41,12 @@ export const POST_LIST_SPEC: ListSpec<never> = {
   },
   memberCosts: { body: POST_BODY_COST },
 };
+
+/**
+ * Cursor key of a user's posts, oldest first: the same token as `GET /posts?author_id=` pages with
+ * (its default sort, `created_at`), so the two lists share one cursor format.
+ */
+const AUTHOR_POSTS_KEY = 'posts:created_at';
 
 /** Checked against the stored post inside the write transaction (If-Match); false -> 412. */
 export type PostPrecondition = (current: Post) => boolean;
@@ -116,39 +129,44 @@ export class PostsService {
   }
 
   /**
-   * The same keyset page of posts for many authors in ONE statement (User.posts batched by
-   * DataLoader): rows per author in scan order, at most window.size + 1 each.
+   * `User.posts(first, after)` for many authors at once (batched by DataLoader): one connection per
+   * author of `authorIds`, in that order, oldest first. ONE statement reads every author's page
+   * (window function); the totals (one read of their counters) and, with `after`, the
+   * hasPreviousPage checks run once for the whole batch, and only when a connection selects them.
    */
-  async pageByAuthors(
+  async postsOfAuthors(
     caller: MaybeCaller,
     authorIds: readonly string[],
-    window: PageWindow,
-  ): Promise<Post[]> {
+    args: Pick<PageArgs, 'first' | 'after'>,
+  ): Promise<ConnectionValue<Post>[]> {
+    const window = pageWindow({ first: args.first, after: args.after }, AUTHOR_POSTS_KEY);
     requireRead(caller);
     const rows = await this.posts.pageByAuthors(authorIds, window);
-    return rows.sort((a, b) =>
+    rows.sort((a, b) =>
       compareKeys([a.authorId, a.createdAt, a.id], [b.authorId, b.createdAt, b.id]),
     );
-  }
-
-  /** Live posts per author: one read of their counters for all of them. */
-  async countByAuthors(
-    caller: MaybeCaller,
-    authorIds: readonly string[],
-  ): Promise<Map<string, number>> {
-    requireRead(caller);
-    const byKey = await this.counters.getMany(authorIds.map((id) => CountKeys.postsByAuthor(id)));
-    return new Map(authorIds.map((id) => [id, byKey.get(CountKeys.postsByAuthor(id)) ?? 0]));
-  }
-
-  /** Authors (of `authorIds`) with a live post at or before a keyset position (hasPreviousPage). */
-  async authorsWithPostsUpTo(
-    caller: MaybeCaller,
-    authorIds: readonly string[],
-    position: [unknown, string],
-  ): Promise<Set<string>> {
-    requireRead(caller);
-    return this.posts.authorsWithPostsUpTo(authorIds, position);
+    const byAuthor = new Map<string, Post[]>(authorIds.map((id) => [id, []]));
+    for (const post of rows) {
+      byAuthor.get(post.authorId)?.push(post);
+    }
+    let counts: Promise<Map<string, number>> | undefined;
+    const countOf = async (authorId: string) => {
+      counts ??= this.counters.getMany(authorIds.map((id) => CountKeys.postsByAuthor(id)));
+      return (await counts).get(CountKeys.postsByAuthor(authorId)) ?? 0;
+    };
+    let earlier: Promise<Set<string>> | undefined;
+    const hasEarlier = async (authorId: string) => {
+      earlier ??= this.posts.authorsWithPostsUpTo(authorIds, window.after!);
+      return (await earlier).has(authorId);
+    };
+    return authorIds.map((authorId) =>
+      connectionFromRows(
+        byAuthor.get(authorId) ?? [],
+        window,
+        (p) => encodeCursor(AUTHOR_POSTS_KEY, [p.createdAt], p.id),
+        { totalCount: () => countOf(authorId), existsBeyond: () => hasEarlier(authorId) },
+      ),
+    );
   }
 
   /** Posts whose title and body words start with every one of `words` (search-query.ts), newest first. */

@@ -3,10 +3,10 @@ import { BadRequest } from '../common/errors.js';
 import { MAX_LIMIT } from '../common/list-query.js';
 import type { GqlContext } from '../graphql/context.js';
 import { typeNameOf } from '../graphql/node.js';
-import type { Post } from '../posts/post.js';
+import type { Post } from '../domain/post.js';
 import { PostModel } from '../posts/post.model.js';
 import { PostsService } from '../posts/posts.service.js';
-import type { User } from '../users/user.js';
+import type { User } from '../domain/user.js';
 import { UserModel } from '../users/user.model.js';
 import { UsersService } from '../users/users.service.js';
 import { MAX_SEARCH_WORDS, searchWords } from '../database/search-query.js';
@@ -31,7 +31,7 @@ export class SearchResolver {
     private readonly posts: PostsService,
   ) {}
 
-  @Directive(`@cost(complexity: ${SEARCH_COST})`)
+  @Directive(`@cost(weight: ${SEARCH_COST})`)
   @Query(() => [SearchResult], {
     description:
       'Users whose name, and posts whose title and body, contain a word starting with each word of ' +

@@ -2,7 +2,7 @@ import { ResolveField, Resolver } from '@nestjs/graphql';
 import { NotFound } from '../common/errors.js';
 import type { GqlContext } from '../graphql/context.js';
 import { NodeRegistry } from '../graphql/node.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { AdminModel, UserModel } from './user.model.js';
 import { userLoader } from './users.loaders.js';
 import { toAdminModel, userIdOfAdmin } from './users.mapper.js';

@@ -13,7 +13,7 @@ import type {
   RegisterInput,
   ReplaceUserInput,
 } from './dto/user.inputs.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import type { UserEntity } from './user.entity.js';
 import { userFromEntity } from './users.mapper.js';
 import { UsersRepository } from './users.repository.js';

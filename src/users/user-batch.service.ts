@@ -5,7 +5,7 @@ import { validateInput } from '../common/validation.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import { MAX_BATCH } from './dto/batch.input.js';
 import { CreateUserInput, PatchUserInput } from './dto/user.inputs.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { AdminRulesService, LastAdminRefusal } from './admin-rules.service.js';
 import { UserAccountsService } from './user-accounts.service.js';
 import { UserRecords } from './user-records.service.js';

@@ -8,7 +8,7 @@ import { ChangeRecord } from '../changes/change-record.js';
 import type { ChangeActor } from '../changes/change.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
 import type { CreateUserInput } from './dto/user.inputs.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import type { UserEntity } from './user.entity.js';
 import { userFromEntity } from './users.mapper.js';
 import { UsersRepository } from './users.repository.js';

@@ -2,15 +2,21 @@ import { Injectable } from '@nestjs/common';
 import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, Unauthorized } from '../common/errors.js';
-import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
-import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
+import {
+  parseListQuery,
+  type ListQuery,
+  type ListSpec,
+  type Page,
+  type PageArgs,
+} from '../common/list-query.js';
+import { encodeCursor, pageWindow } from '../database/paging.js';
 import {
   connectionFromRows,
   mapConnection,
   type ConnectionValue,
 } from '../database/connection-value.js';
 import { MAX_SEARCH_WORDS } from '../database/search-query.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { userFromRow, type UserRow } from './users.row.js';
 import { searchTokens, UsersRepository, type SearchToken } from './users.repository.js';
 

@@ -1,6 +1,6 @@
 import { Args, Context, Directive, ID, Resolver, Subscription } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { UserModel } from './user.model.js';
 import { canSeeEmail } from './users.mapper.js';
 import { UsersService } from './users.service.js';

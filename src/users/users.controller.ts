@@ -32,7 +32,7 @@ import { PublicUrl } from '../http/public-url.js';
 import { BatchCreateOperation, BatchInput, BatchUpdateOperation } from './dto/batch.input.js';
 import { CreateUserInput, PatchUserInput, ReplaceUserInput } from './dto/user.inputs.js';
 import { BatchResultResponse, UserResponse } from './dto/user.response.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { toRestUser } from './users.mapper.js';
 import { USER_LIST_SPEC, UsersService } from './users.service.js';
 import { UserAccountsService, type Precondition } from './user-accounts.service.js';

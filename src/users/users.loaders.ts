@@ -1,6 +1,6 @@
 import type { GqlContext } from '../graphql/context.js';
 import { byId } from '../graphql/loaders.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import type { UsersService } from './users.service.js';
 
 /** Live users by id, batched per request: one `IN (...)` statement per tick. */

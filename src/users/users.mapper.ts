@@ -1,7 +1,7 @@
 import { isAdmin, type MaybeCaller } from '../identity/caller.js';
 import { ID_PREFIXES } from '../common/ids.js';
 import type { UserResponse } from './dto/user.response.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { ADMIN_PERMISSIONS, type AdminModel } from './user.model.js';
 import type { UserEntity } from './user.entity.js';
 

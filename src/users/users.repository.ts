@@ -15,7 +15,7 @@ import type { CredentialUsers } from '../identity/credential-users.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
 import { PG_USER_SEARCH_VECTOR } from '../database/search-vectors.js';
 import { searchWords } from '../database/search-query.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { UserEntity } from './user.entity.js';
 import { USER_COLUMNS, userFromRow, type UserRow } from './users.row.js';
 

@@ -1,4 +1,4 @@
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 
 /** A `users` row as the repository's raw SQL reads it (`USER_COLUMNS`), and the `User` it holds. */
 export interface UserRow {

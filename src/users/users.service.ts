@@ -3,12 +3,12 @@ import type { Caller, MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { NotFound } from '../common/errors.js';
 import { isId } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { encodeCursor, pageWindow, type PageArgs } from '../database/paging.js';
+import { encodeCursor, pageWindow } from '../database/paging.js';
 import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
 import { UserSearchService } from './user-search.service.js';
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { UsersRepository, type UserOrderField } from './users.repository.js';
 import { requireAdmin, requireRead } from './user-rights.js';
 

@@ -1,4 +1,4 @@
-import type { User } from './user.js';
+import type { User } from '../domain/user.js';
 import { toRestUser } from './users.mapper.js';
 import type { UserResponse } from './dto/user.response.js';
 

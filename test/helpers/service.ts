@@ -6,7 +6,7 @@ import { loadConfig, type AppConfig } from '../../src/config/config.js';
 import { Role } from '../../src/identity/role.js';
 import type { Caller } from '../../src/identity/caller.js';
 import { UserAccountsService } from '../../src/users/user-accounts.service.js';
-import type { User } from '../../src/users/user.js';
+import type { User } from '../../src/domain/user.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, freshDatabaseUrl, PUBLIC_URL } from './app.js';
 

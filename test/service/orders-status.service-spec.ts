@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/identity/caller.js';
 import { Role } from '../../src/identity/role.js';
-import { OrderStatus } from '../../src/orders/order.js';
+import { OrderStatus } from '../../src/domain/order.js';
 import { OrdersService } from '../../src/orders/orders.service.js';
 import {
   bootstrapAdmin,

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, ValidateNested } from 'class-validator';
-import { ORDER_STATUSES, type OrderStatus } from '../order.js';
+import { ORDER_STATUSES, type OrderStatus } from '../../domain/order.js';
 import {
   CurrencyRules,
   MAX_ITEMS,

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { ORDER_STATUSES, OrderStatus } from '../order.js';
+import { ORDER_STATUSES, OrderStatus } from '../../domain/order.js';
 
 /** An order line in REST bodies. */
 @ApiSchema({ name: 'OrderItem' })

@@ -3,7 +3,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { CURRENCY_CODES } from '../currencies.js';
-import { ORDER_STATUSES } from '../order.js';
+import { ORDER_STATUSES } from '../../domain/order.js';
 
 /**
  * The validation rules of an order's members, defined once and applied to the REST body (snake_case)

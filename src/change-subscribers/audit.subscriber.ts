@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { AuditService } from '../../audit/audit.service.js';
-import type { TxContext } from '../../database/database.service.js';
-import type { Change } from '../change.js';
-import type { ChangeSubscriber } from '../change-record.js';
+import { AuditService } from '../audit/audit.service.js';
+import type { TxContext } from '../database/database.service.js';
+import type { Change } from '../changes/change.js';
+import type { ChangeSubscriber } from '../changes/change-record.js';
 import { auditEntries } from './audit-entries.js';
 
 /**

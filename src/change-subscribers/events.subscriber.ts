@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { EventsService } from '../../events/events.service.js';
-import type { Change } from '../change.js';
-import type { ChangeSubscriber } from '../change-record.js';
+import { EventsService } from '../events/events.service.js';
+import type { Change } from '../changes/change.js';
+import type { ChangeSubscriber } from '../changes/change-record.js';
 
 /**
  * The event bus (GraphQL subscriptions, docs/realtime.md): published after the commit only, so a

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { CountersRepository, CountKeys } from '../../database/counters.repository.js';
-import type { TxContext } from '../../database/database.service.js';
-import { orderRangeDeltas, statusChangeDeltas } from '../../database/order-range-keys.js';
-import type { Change } from '../change.js';
-import type { ChangeSubscriber } from '../change-record.js';
+import { CountersRepository, CountKeys } from '../database/counters.repository.js';
+import type { TxContext } from '../database/database.service.js';
+import { orderRangeDeltas, statusChangeDeltas } from '../database/order-range-keys.js';
+import type { Change } from '../changes/change.js';
+import type { ChangeSubscriber } from '../changes/change-record.js';
 
 /**
  * The list counters (`list_counts`): every change that moves a row into or out of a counted list,

@@ -1,6 +1,6 @@
-import type { AuditEntry } from '../../audit/audit.service.js';
-import { isAdmin, type Caller } from '../../identity/caller.js';
-import type { Change, ChangeActor } from '../change.js';
+import type { AuditEntry } from '../audit/audit.service.js';
+import { isAdmin, type Caller } from '../identity/caller.js';
+import type { Change, ChangeActor } from '../changes/change.js';
 
 function isCaller(actor: ChangeActor): actor is Caller {
   return actor !== null && actor !== 'system';

@@ -5,7 +5,7 @@ export interface Room {
   createdAt: string;
 }
 
-import type { User } from '../users/user.js';
+import type { User } from './user.js';
 
 /** A message as the services hand it out (and as events carry it). */
 export interface Message {

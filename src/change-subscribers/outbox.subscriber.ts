@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { TxContext } from '../../database/database.service.js';
-import { toRestMessage } from '../../messages/messages.mapper.js';
-import { toRestOrder } from '../../orders/orders.mapper.js';
-import { WebhookOutbox } from '../../outbox/webhook-outbox.js';
-import { toRestPost } from '../../posts/posts.mapper.js';
-import { webhookUserObject } from '../../users/webhook-objects.js';
-import type { Change } from '../change.js';
-import type { ChangeSubscriber } from '../change-record.js';
+import type { TxContext } from '../database/database.service.js';
+import { toRestMessage } from '../messages/messages.mapper.js';
+import { toRestOrder } from '../orders/orders.mapper.js';
+import { WebhookOutbox } from '../outbox/webhook-outbox.js';
+import { toRestPost } from '../posts/posts.mapper.js';
+import { webhookUserObject } from '../users/webhook-objects.js';
+import type { Change } from '../changes/change.js';
+import type { ChangeSubscriber } from '../changes/change-record.js';
 
 /**
  * Webhook events (docs/webhooks.md): the changes a partner may subscribe to become outbox rows in
