@@ -26,9 +26,9 @@ module.exports = {
       name: 'transports-not-to-paging',
       severity: 'error',
       comment:
-        'Controllers and resolvers only map a page to their wire shape (docs/lists.md, "Paging module"): the cursor codec, the keyset SQL and the GraphQL windows (src/database/paging.ts) are called by services and repositories, which hand out pages whose cursors are already encoded (`cursorAt`, `next`, the connection values of src/database/connection-value.ts).',
+        'Controllers and resolvers only map a page to their wire shape (docs/lists.md, "Paging module"): the cursor codec, the keyset SQL, the GraphQL windows and the page reads (src/database/paging.ts, page-reader.ts) are called by services and repositories, which answer one page value whose cursors are already encoded (PageValue of src/database/connection-value.ts: the connection as it is, `restPageOf` for REST).',
       from: { path: '^src/.+\\.(controller|resolver)\\.ts$' },
-      to: { path: '^src/database/paging\\.ts$' },
+      to: { path: '^src/database/(paging|page-reader)\\.ts$' },
     },
     {
       name: 'repository-not-to-mapper',

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage, type ListPage } from '../database/paging.js';
+import { restPage } from '../database/page-reader.js';
+import type { PageValue } from '../database/connection-value.js';
 import type { AuditEvent } from './audit-event.js';
 
 export interface AuditEventRow {
@@ -79,9 +80,9 @@ export class AuditEventsRepository {
     filter: AuditEventFilter,
     query: ListQuery,
     total: Promise<number>,
-  ): Promise<ListPage<AuditEventRow>> {
+  ): Promise<PageValue<AuditEventRow>> {
     const params: unknown[] = [];
-    return listPage<AuditEventRow>(
+    return restPage<AuditEventRow>(
       this.db,
       {
         list: 'audit-events',

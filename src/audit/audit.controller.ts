@@ -5,6 +5,7 @@ import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
 import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { linkHeader } from '../common/list-query.js';
+import { restPageOf } from '../database/connection-value.js';
 import { ApiDoc, ApiPage, ApiStandardErrors } from '../common/openapi/decorators.js';
 import { PublicUrl } from '../http/public-url.js';
 import { AuditEventResponse } from './audit-event.response.js';
@@ -32,7 +33,7 @@ export class AuditController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.audit.list(caller, query);
+    const page = await restPageOf(await this.audit.page(caller, { rest: query }));
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data, meta: page.meta };
   }

@@ -11,12 +11,8 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import { BadRequest } from '../common/errors.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../common/list-query.js';
-import {
-  connectionFromPage,
-  mapConnection,
-  type ConnectionValue,
-} from '../database/connection-value.js';
+import { MAX_LIMIT } from '../common/list-query.js';
+import { mapConnection, type ConnectionValue } from '../database/connection-value.js';
 import { Connection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
@@ -153,9 +149,9 @@ export class AuditResolver {
         { field: 'first', message: `first must be an integer from 0 to ${MAX_LIMIT}` },
       ]);
     }
-    const sort = [{ field: 'at', desc: true }];
     const page = await this.audit.page(
       ctx.caller,
+      { window: { first, after }, sort: { field: 'at', desc: true } },
       {
         actorId: filter?.actorId ?? undefined,
         targetId: filter?.targetId ?? undefined,
@@ -163,8 +159,7 @@ export class AuditResolver {
         since: filter?.since ?? undefined,
         until: filter?.until ?? undefined,
       },
-      { page: 1, limit: first ?? DEFAULT_LIMIT, sort, filters: {}, cursor: after ?? undefined },
     );
-    return mapConnection(connectionFromPage(page, after), toModel);
+    return mapConnection(page, toModel);
   }
 }

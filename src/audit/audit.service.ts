@@ -9,11 +9,18 @@ import { isAdmin, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { instantParam } from '../common/admin-filters.js';
 import { BadRequest, Forbidden, Unauthorized, type ErrorDetail } from '../common/errors.js';
 import { newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import {
+  parseListQuery,
+  type ListQuery,
+  type ListSpec,
+  type PageRequest,
+} from '../common/list-query.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { countInInterval, addCalendar } from '../database/calendar-counts.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService, type TxContext } from '../database/database.service.js';
+import { windowAsQuery } from '../database/page-reader.js';
+import { mapPage, type PageValue } from '../database/connection-value.js';
 import {
   AUDIT_ACTIONS,
   type ActorType,
@@ -178,12 +185,37 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     return event;
   }
 
-  /** GET /api/v1/audit-events: ADMIN only, newest first. */
-  async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<AuditEvent>> {
+  /**
+   * The audit log, newest first, REST (`GET /api/v1/audit-events`) and GraphQL (`auditEvents`)
+   * alike: ADMIN only. A REST request carries its query parameters (filters, page or cursor); a
+   * GraphQL window its `first`/`after` with the checked `filter` beside it (the cursors are the REST
+   * ones). A partner app's token reads only APP_VISIBLE_ACTIONS (its total counts only those),
+   * without `ip`, and emails in `changes` only with the `email` scope (docs/admin.md "Audit log").
+   */
+  async page(
+    caller: MaybeCaller,
+    request: PageRequest,
+    filter: AuditEventFilter = {},
+  ): Promise<PageValue<AuditEvent>> {
     this.requireAdmin(caller);
+    const { query, checked } =
+      'rest' in request
+        ? this.parse(request.rest)
+        : { query: windowAsQuery(request.window, request.sort), checked: filter };
+    const view = viewOf(caller);
+    const scoped: AuditEventFilter = view.actions ? { ...checked, actions: view.actions } : checked;
+    const page = await this.events.page(scoped, query, this.total(scoped));
+    return mapPage(page, (row) => shown(auditEventFromRow(row), view));
+  }
+
+  /** The query parameters of `GET /api/v1/audit-events`: the page and the checked filter. */
+  private parse(rawQuery: Record<string, unknown>): {
+    query: ListQuery;
+    checked: AuditEventFilter;
+  } {
     const query = parseListQuery(rawQuery, AUDIT_LIST_SPEC);
     const details: ErrorDetail[] = [];
-    const filter: AuditEventFilter = {
+    const checked: AuditEventFilter = {
       action: query.filters.action,
       actorId: idParam(rawQuery, 'actor_id', details),
       targetId: idParam(rawQuery, 'target_id', details),
@@ -193,27 +225,7 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     if (details.length > 0) {
       throw BadRequest('Invalid query parameters', details);
     }
-    return this.page(caller, filter, query);
-  }
-
-  /**
-   * A page for a checked filter (REST and GraphQL), as the caller may read it: a partner app's
-   * token reads only APP_VISIBLE_ACTIONS (its `meta.total` counts only those), without `ip`, and
-   * emails in `changes` only with the `email` scope (docs/admin.md "Audit log").
-   */
-  async page(
-    caller: Caller,
-    filter: AuditEventFilter,
-    query: ReturnType<typeof parseListQuery>,
-  ): Promise<Required<Page<AuditEvent>>> {
-    const view = viewOf(caller);
-    const scoped: AuditEventFilter = view.actions ? { ...filter, actions: view.actions } : filter;
-    const { rows, meta, next, cursorAt } = await this.events.page(
-      scoped,
-      query,
-      this.total(scoped),
-    );
-    return { data: rows.map((row) => shown(auditEventFromRow(row), view)), meta, next, cursorAt };
+    return { query, checked };
   }
 
   /**

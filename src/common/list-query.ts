@@ -154,12 +154,6 @@ export interface Page<T> {
   meta: PageMeta;
   /** Keyset cursor of the next page (lists paged by cursor; null on the last page). */
   next?: string | null;
-  /**
-   * The keyset cursor of `data[index]` (lists paged by cursor): encoded by the paging module
-   * (src/database/paging.ts), never by a transport; a GraphQL connection over the page takes its
-   * edges' cursors from here.
-   */
-  cursorAt?: (index: number) => string;
 }
 
 /** The paging arguments of a GraphQL connection (Relay): validated by the paging module. */
@@ -169,6 +163,14 @@ export interface PageArgs {
   last?: number | null;
   before?: string | null;
 }
+
+/**
+ * What a transport asks of a list, answered by the list's one service method (docs/lists.md,
+ * "Paging module"): a REST page (`rest`: the raw query parameters, which the list's `ListSpec`
+ * parses) or a GraphQL window (`window`: the connection's paging arguments, ordered by `sort`, one
+ * term). The filters travel beside it, in the service method's own arguments.
+ */
+export type PageRequest = { rest: Record<string, unknown> } | { window: PageArgs; sort: SortTerm };
 
 /**
  * RFC 8288 Link header: first, prev, next, last (absolute URLs, other query parameters kept).

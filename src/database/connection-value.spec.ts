@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodeCursor, pageWindow } from './paging.js';
-import { connectionFromPage, connectionFromRows, mapConnection } from './connection-value.js';
+import { connectionFromRows, mapConnection } from './connection-value.js';
 
 describe('connectionFromRows', () => {
   const rows = [1, 2, 3].map((n) => ({ id: `id${n}` }));
@@ -82,33 +82,5 @@ describe('mapConnection', () => {
     expect(c.edges[0].node).toBe(c.nodes[0]);
     expect(c.pageInfo).toMatchObject({ hasNextPage: true, startCursor: 'c-id1-1' });
     expect(await c.totalCount).toBe(1);
-  });
-});
-
-describe('connectionFromPage', () => {
-  it('takes the REST page as it is: its cursors, its next cursor, its total, hasPreviousPage from after', () => {
-    const page = {
-      data: [{ id: 'a' }, { id: 'b' }],
-      meta: { page: 1, limit: 2, total: 7 },
-      next: 'n',
-      cursorAt: (i: number) => `c-${['a', 'b'][i]}`,
-    };
-    const c = connectionFromPage(page, 'x');
-    expect(c.nodes).toEqual(page.data);
-    expect(c.edges.map((e) => e.cursor)).toEqual(['c-a', 'c-b']);
-    expect(c.pageInfo).toEqual({
-      hasNextPage: true,
-      hasPreviousPage: true,
-      startCursor: 'c-a',
-      endCursor: 'c-b',
-    });
-    expect(c.totalCount).toBe(7);
-    const last = connectionFromPage({ ...page, data: [] as { id: string }[], next: null }, null);
-    expect(last.pageInfo).toEqual({
-      hasNextPage: false,
-      hasPreviousPage: false,
-      startCursor: null,
-      endCursor: null,
-    });
   });
 });

@@ -1,9 +1,10 @@
-import type { PageMeta } from '../common/list-query.js';
+import type { Page } from '../common/list-query.js';
 import type { PageWindow } from './paging.js';
 
 /**
  * The runtime values of GraphQL connections, built from the pages of the paging module
- * (`paging.ts`): from keyset rows (`connectionFromRows`) or a REST page (`connectionFromPage`).
+ * (`paging.ts`, `page-reader.ts`): from keyset rows (`connectionFromRows`); and the one page value
+ * (`PageValue`) a list's service method answers to REST and GraphQL alike.
  */
 /** Runtime shape of a connection. Promise-valued getters are evaluated only when selected. */
 export interface ConnectionValue<T> {
@@ -94,24 +95,37 @@ export function mapConnection<T, U>(
 }
 
 /**
- * The connection of a REST page (GraphQL lists that read the same page, from the same service
- * method, as their REST list: the page's cursors, `cursorAt`, are the edges' cursors). Forward
- * paging only: something precedes `after`.
+ * A list's page as its one service method answers it, for REST and GraphQL alike
+ * (src/database/page-reader.ts): the connection (nodes, cursors, pageInfo, total) and the REST
+ * page's number and size. The resolver returns it as the connection; the controller maps it with
+ * `restPageOf`.
  */
-export function connectionFromPage<T>(
-  page: { data: T[]; meta: PageMeta; next?: string | null; cursorAt: (index: number) => string },
-  after: string | null | undefined,
-): ConnectionValue<T> {
-  const edges = page.data.map((node, i) => ({ cursor: page.cursorAt(i), node }));
-  return {
-    edges,
-    nodes: page.data,
-    pageInfo: {
-      hasNextPage: page.next !== null && page.next !== undefined,
-      hasPreviousPage: after !== undefined && after !== null,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges[edges.length - 1]?.cursor ?? null,
-    },
-    totalCount: page.meta.total,
-  };
+export interface PageValue<T> extends ConnectionValue<T> {
+  /** The REST page number; null for a page reached by cursor alone, and for a GraphQL window. */
+  readonly page: number | null;
+  readonly limit: number;
+  /** A REST page of a list paged by page number only (the user search): no `next` cursor. */
+  readonly numbered?: boolean;
+}
+
+/** The same page over other nodes (`mapConnection`), keeping its number and size. */
+export function mapPage<T, U>(value: PageValue<T>, map: (node: T) => U): PageValue<U> {
+  return Object.assign(mapConnection(value, map), {
+    page: value.page,
+    limit: value.limit,
+    numbered: value.numbered,
+  });
+}
+
+/**
+ * The REST page of a page value: its nodes, `meta` (number, size, total) and `next`, the cursor
+ * of its last node when there is a next page (the `Link: rel="next"` token).
+ */
+export async function restPageOf<T>(value: PageValue<T>): Promise<Page<T>> {
+  const [total, more] = await Promise.all([value.totalCount, value.pageInfo.hasNextPage]);
+  const meta = { page: value.page, limit: value.limit, total };
+  if (value.numbered) {
+    return { data: value.nodes, meta };
+  }
+  return { data: value.nodes, meta, next: more ? value.pageInfo.endCursor : null };
 }

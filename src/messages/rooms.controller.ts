@@ -6,6 +6,7 @@ import { Authenticated, CurrentCaller } from '../identity/auth.decorators.js';
 import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { linkHeader } from '../common/list-query.js';
+import { restPageOf } from '../database/connection-value.js';
 import { PublicUrl } from '../http/public-url.js';
 import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 
@@ -37,7 +38,7 @@ export class RoomsController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.rooms.list(caller, query);
+    const page = await restPageOf(await this.rooms.page(caller, { rest: query }));
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestRoom), meta: page.meta };
   }

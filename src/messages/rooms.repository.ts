@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { keysetSql, listPage, type PageWindow } from '../database/paging.js';
+import { readPage, type ListRequest } from '../database/page-reader.js';
+import { mapPage, type PageValue } from '../database/connection-value.js';
 import type { Room } from '../domain/message.js';
 import { ROOM_COLUMNS, roomFromRow, type RoomRow } from './messages.row.js';
 
@@ -20,9 +20,12 @@ export class RoomsRepository {
     return this.db.p(n);
   }
 
-  /** One REST page of rooms; `total` comes from the counters. */
-  async list(query: ListQuery, total: Promise<number>): Promise<Page<Room>> {
-    const { rows, meta, next } = await listPage<RoomRow>(
+  /**
+   * A page of rooms, for REST and GraphQL alike: the paging module reads it
+   * (src/database/page-reader.ts); `total` comes from the counters.
+   */
+  async page(request: ListRequest, total: () => Promise<number>): Promise<PageValue<Room>> {
+    const page = await readPage<RoomRow>(
       this.db,
       {
         list: 'rooms',
@@ -32,22 +35,10 @@ export class RoomsRepository {
         params: [],
         sortColumns: SORT_COLUMNS,
       },
-      query,
+      request,
       total,
     );
-    return { data: rows.map(roomFromRow), meta, next };
-  }
-
-  /** `size + 1` rooms in creation order, after a `[created_at, id]` position when given. */
-  async page(window: PageWindow): Promise<Room[]> {
-    const params: unknown[] = [];
-    const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), params);
-    const where = ks.where.length > 0 ? `WHERE ${ks.where.join(' AND ')}` : '';
-    const rows = await this.db.query<RoomRow>(
-      `SELECT ${ROOM_COLUMNS} FROM rooms ${where} ORDER BY ${ks.orderBy} LIMIT ${Math.trunc(ks.limit)}`,
-      params,
-    );
-    return rows.map(roomFromRow);
+    return mapPage(page, roomFromRow);
   }
 
   /** Rooms by id in one statement. */

@@ -39,7 +39,10 @@ export class RoomsResolver {
     @Args('first', { type: () => Int, nullable: true }) first?: number,
     @Args('after', { type: () => String, nullable: true }) after?: string,
   ): Promise<ConnectionValue<Room>> {
-    return this.rooms.connection(ctx.caller, { first, after });
+    return this.rooms.page(ctx.caller, {
+      window: { first, after },
+      sort: { field: 'created_at', desc: false },
+    });
   }
 
   @Query(() => RoomModel, { nullable: true, description: 'A room by id (NOT_FOUND when unknown).' })

@@ -3,12 +3,11 @@ import { hasRole, type Caller, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { Conflict, Forbidden, NotFound, Unauthorized } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type PageRequest } from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
-import { encodeCursor, pageWindow } from '../database/paging.js';
-import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
+import type { PageValue } from '../database/connection-value.js';
 import type { CreateRoomInput } from './dto/message.inputs.js';
 import type { Room } from '../domain/message.js';
 import { RoomsRepository } from './rooms.repository.js';
@@ -18,9 +17,6 @@ export const ROOM_LIST_SPEC: ListSpec<never> = {
   defaultSort: [{ field: 'created_at', desc: false }],
   filters: {},
 };
-
-/** Cursor key of the `rooms` connection (kept as issued: docs/lists.md, "Paging module"). */
-const ROOM_KEY = 'created_at';
 
 /** Rooms: every authenticated caller reads them; USER and ADMIN create them (docs/contract.md section 7). */
 @Injectable()
@@ -32,24 +28,18 @@ export class RoomsService {
     private readonly changes: ChangeRecord,
   ) {}
 
-  async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Room>> {
+  /**
+   * The rooms list, REST and GraphQL alike (docs/lists.md, "Paging module"): a REST page (page
+   * number or keyset `cursor`, `sort`) or a GraphQL window (`first`/`after`, creation order); the
+   * total from the counters (O(1)).
+   */
+  async page(caller: MaybeCaller, request: PageRequest): Promise<PageValue<Room>> {
     requireCaller(caller);
-    const query = parseListQuery(rawQuery, ROOM_LIST_SPEC);
-    return this.repository.list(query, this.counters.get(CountKeys.rooms()));
-  }
-
-  /** GraphQL `rooms`: a keyset page in creation order, the total from the counters (O(1)). */
-  async connection(
-    caller: MaybeCaller,
-    args: Pick<PageArgs, 'first' | 'after'>,
-  ): Promise<ConnectionValue<Room>> {
-    requireCaller(caller);
-    const window = pageWindow({ first: args.first, after: args.after }, ROOM_KEY);
-    const rows = await this.repository.page(window);
-    return connectionFromRows(rows, window, (r) => encodeCursor(ROOM_KEY, [r.createdAt], r.id), {
-      totalCount: () => this.counters.get(CountKeys.rooms()),
-      existsBeyond: async () => window.after !== undefined,
-    });
+    const total = () => this.counters.get(CountKeys.rooms());
+    if ('rest' in request) {
+      return this.repository.page({ query: parseListQuery(request.rest, ROOM_LIST_SPEC) }, total);
+    }
+    return this.repository.page(request, total);
   }
 
   async get(caller: MaybeCaller, id: string): Promise<Room> {

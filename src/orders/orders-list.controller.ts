@@ -6,6 +6,7 @@ import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { exportType, sendExport } from '../common/export-stream.js';
 import { linkHeader } from '../common/list-query.js';
+import { restPageOf } from '../database/connection-value.js';
 import { ApiDoc, ApiExport, ApiPage, ApiStandardErrors } from '../common/openapi/decorators.js';
 import { PublicUrl } from '../http/public-url.js';
 import { EXPORT_COST } from '../rate-limit/list-cost.js';
@@ -51,7 +52,7 @@ export class OrdersListController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.orders.list(caller, query);
+    const page = await restPageOf(await this.orders.page(caller, { rest: query }));
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestOrder), meta: page.meta };
   }

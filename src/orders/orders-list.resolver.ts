@@ -11,8 +11,8 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
-import { DEFAULT_LIMIT, MAX_LIMIT, type ListQuery } from '../common/list-query.js';
-import { connectionFromPage, type ConnectionValue } from '../database/connection-value.js';
+import { MAX_LIMIT } from '../common/list-query.js';
+import type { ConnectionValue } from '../database/connection-value.js';
 import { OrderDirection } from '../graphql/connection.js';
 import type { GqlContext } from '../graphql/context.js';
 import { DateTimeScalar } from '../graphql/scalars/date-time.scalar.js';
@@ -105,18 +105,16 @@ export class OrdersListResolver {
     if (details.length > 0) {
       throw BadRequest('Invalid arguments', details);
     }
-    const query: ListQuery = {
-      page: 1,
-      limit: first ?? DEFAULT_LIMIT,
-      sort: [
-        {
+    return this.list.page(
+      ctx.caller,
+      {
+        window: { first, after },
+        sort: {
           field: orderBy?.field ?? OrderOrderField.CREATED_AT,
           desc: orderBy?.direction === OrderDirection.DESC,
         },
-      ],
-      filters: {},
-      cursor: after ?? undefined,
-    };
-    return connectionFromPage(await this.list.page(ctx.caller, checked, query), after);
+      },
+      checked,
+    );
   }
 }

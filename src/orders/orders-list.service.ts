@@ -10,7 +10,12 @@ import {
   type ErrorDetail,
 } from '../common/errors.js';
 import { isId } from '../common/ids.js';
-import { parseListQuery, type ListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import {
+  parseListQuery,
+  type ListQuery,
+  type ListSpec,
+  type PageRequest,
+} from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { ORDER_STATUSES, type Order } from '../domain/order.js';
@@ -19,7 +24,8 @@ import { UsersRepository } from '../users/users.repository.js';
 import { OrdersRepository, type OrderFilter } from './orders.repository.js';
 import { totalRangeKeys } from './order-range-totals.js';
 import { countInInterval } from '../database/calendar-counts.js';
-import { emptyListPage } from '../database/paging.js';
+import { emptyPage, windowAsQuery } from '../database/page-reader.js';
+import { mapPage, type PageValue } from '../database/connection-value.js';
 import { createdKey } from '../database/order-range-keys.js';
 
 export type OrderListFilter = 'status';
@@ -141,32 +147,32 @@ export class OrdersListService {
     return { filter, liveOwner: true, empty: owner === undefined };
   }
 
-  /** GET /api/v1/orders: the query's filter and page, then `page`. */
-  async list(caller: MaybeCaller, rawQuery: Record<string, unknown>): Promise<Page<Order>> {
-    this.requireOrderRole(caller);
-    const { query, filter } = this.parse(rawQuery);
-    return this.page(caller, filter, query);
-  }
-
   /**
-   * One page of the orders list (REST `GET /orders` and GraphQL `orders`): rights, the filter as the
-   * caller may see it, the page with its cursors (src/database/paging.ts) and its total.
+   * The orders list across users, REST (`GET /api/v1/orders`) and GraphQL (`orders`) alike: rights,
+   * the filter as the caller may see it, the page and its total. A REST request carries its query
+   * parameters (filters, sort, page or cursor); a GraphQL window its `first`/`after` and one sort
+   * term, with the checked `filter` beside it (the cursors are the REST ones).
    */
   async page(
     caller: MaybeCaller,
-    filter: OrderFilter,
-    query: ListQuery,
-  ): Promise<Required<Page<Order>>> {
-    const resolved = await this.resolve(caller, filter);
-    const { rows, meta, next, cursorAt } = resolved.empty
-      ? emptyListPage<OrderRow>(query)
+    request: PageRequest,
+    filter: OrderFilter = {},
+  ): Promise<PageValue<Order>> {
+    this.requireOrderRole(caller);
+    const { query, filter: checked } =
+      'rest' in request
+        ? this.parse(request.rest)
+        : { query: windowAsQuery(request.window, request.sort), filter };
+    const resolved = await this.resolve(caller, checked);
+    const page = resolved.empty
+      ? emptyPage<OrderRow>(query)
       : await this.orders.pageAcrossUsers(
           resolved.filter,
           resolved.liveOwner,
           query,
           this.total(resolved),
         );
-    return { data: rows.map(orderFromRow), meta, next, cursorAt };
+    return mapPage(page, orderFromRow);
   }
 
   /**

@@ -6,10 +6,11 @@ import {
   listPage,
   orderBySql,
   releaseBatch,
-  type ListPage,
   type PageWindow,
 } from '../database/paging.js';
 import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
+import { restPage } from '../database/page-reader.js';
+import type { PageValue } from '../database/connection-value.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { Order, OrderStatus } from '../domain/order.js';
 import { OrderEntity } from './order.entity.js';
@@ -196,10 +197,10 @@ export class OrdersRepository {
     liveOwner: boolean,
     query: ListQuery,
     total: Promise<number>,
-  ): Promise<ListPage<OrderRow>> {
+  ): Promise<PageValue<OrderRow>> {
     const params: unknown[] = [];
     const where = this.acrossUsersWhere(filter, liveOwner, params);
-    return listPage<OrderRow>(
+    return restPage<OrderRow>(
       this.db,
       {
         list: 'orders-all',

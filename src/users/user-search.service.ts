@@ -6,15 +6,10 @@ import {
   parseListQuery,
   type ListQuery,
   type ListSpec,
-  type Page,
   type PageArgs,
 } from '../common/list-query.js';
 import { encodeCursor, pageWindow } from '../database/paging.js';
-import {
-  connectionFromRows,
-  mapConnection,
-  type ConnectionValue,
-} from '../database/connection-value.js';
+import { connectionFromRows, mapConnection, type PageValue } from '../database/connection-value.js';
 import { MAX_SEARCH_WORDS } from '../database/search-query.js';
 import type { User } from '../domain/user.js';
 import { userFromRow, type UserRow } from './users.row.js';
@@ -51,12 +46,30 @@ const SEARCH_EXPORT_BATCH = 500;
 export class UserSearchService {
   constructor(private readonly users: UsersRepository) {}
 
-  /** `?q=`: the user search (UsersRepository), page by page. */
-  async searchList(
+  /**
+   * The user search, REST `?q=` and GraphQL `users(query:)` alike (docs/admin.md "User search"):
+   * the matches of `q`, newest first. A REST page is numbered (`page`/`limit`, no `sort` or
+   * `cursor`); a GraphQL window is `first`/`after`, its cursors the offset of a match
+   * (`users:search`).
+   */
+  async page(
+    caller: MaybeCaller,
+    q: unknown,
+    role: Role | undefined,
+    request: { query: ListQuery; rest: Record<string, unknown> } | { window: PageArgs },
+  ): Promise<PageValue<User>> {
+    if ('query' in request) {
+      requireCaller(caller);
+      return this.restPage(caller, request.rest, request.query);
+    }
+    return this.windowPage(caller, q, role, request.window);
+  }
+
+  private async restPage(
     caller: Caller,
     rawQuery: Record<string, unknown>,
     query: ListQuery,
-  ): Promise<Page<User>> {
+  ): Promise<PageValue<User>> {
     const tokens = searchQueryTokens(rawQuery.q, 'q');
     if (rawQuery.sort !== undefined || query.cursor !== undefined) {
       throw BadRequest('Invalid query parameters', [
@@ -73,7 +86,21 @@ export class UserSearchService {
       query.limit,
       (query.page - 1) * query.limit,
     );
-    return { data: rows.map(userFromRow), meta: { page: query.page, limit: query.limit, total } };
+    const nodes = rows.map(userFromRow);
+    return {
+      edges: [],
+      nodes,
+      pageInfo: {
+        hasNextPage: query.page * query.limit < total,
+        hasPreviousPage: query.page > 1,
+        startCursor: null,
+        endCursor: null,
+      },
+      totalCount: total,
+      page: query.page,
+      limit: query.limit,
+      numbered: true,
+    };
   }
 
   /**
@@ -125,13 +152,13 @@ export class UserSearchService {
     })();
   }
 
-  /** GraphQL `users(query:)`: the first `limit` matches, newest first, and their number. */
-  async searchConnection(
+  /** GraphQL `users(query:)`: the first `first` matches after `after`, and their number. */
+  private async windowPage(
     caller: MaybeCaller,
     q: unknown,
     role: Role | undefined,
-    args: Pick<PageArgs, 'first' | 'after'>,
-  ): Promise<ConnectionValue<User>> {
+    args: PageArgs,
+  ): Promise<PageValue<User>> {
     const window = pageWindow({ first: args.first, after: args.after }, SEARCH_KEY);
     const offset = window.after ? Number(window.after[0]) : 0;
     if (!Number.isInteger(offset) || offset < 0) {
@@ -155,7 +182,13 @@ export class UserSearchService {
       (r) => encodeCursor(SEARCH_KEY, [r.at], r.user.id),
       { totalCount: () => Promise.resolve(total), existsBeyond: () => Promise.resolve(offset > 0) },
     );
-    return mapConnection(connection, (r) => r.user);
+    return Object.assign(
+      mapConnection(connection, (r) => r.user),
+      {
+        page: null,
+        limit: window.size,
+      },
+    );
   }
 }
 

@@ -20,6 +20,7 @@ import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { ifMatchHits, resourceEtag, withEtag } from '../http/etag.js';
 import { linkHeader } from '../common/list-query.js';
+import { restPageOf } from '../database/connection-value.js';
 import {
   ApiDoc,
   ApiList,
@@ -68,7 +69,7 @@ export class UsersController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.users.list(caller, query);
+    const page = await restPageOf(await this.users.page(caller, { rest: query }));
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map((u) => toRestUser(u, caller)), meta: page.meta };
   }

@@ -1,15 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { Role } from '../identity/role.js';
-import {
-  keysetAfterSql,
-  keysetSql,
-  listPage,
-  orderBySql,
-  releaseBatch,
-  type PageWindow,
-} from '../database/paging.js';
-import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
+import { keysetAfterSql, orderBySql, releaseBatch } from '../database/paging.js';
+import { readPage, type ListRequest } from '../database/page-reader.js';
+import { mapPage, type PageValue } from '../database/connection-value.js';
+import type { SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import type { CredentialUsers } from '../identity/credential-users.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
@@ -20,16 +15,6 @@ import { UserEntity } from './user.entity.js';
 import { USER_COLUMNS, userFromRow, type UserRow } from './users.row.js';
 
 const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', name: 'name' };
-
-export type UserOrderField = keyof typeof SORT_COLUMNS;
-
-/** A keyset page (GraphQL connections): filter, ordering and the window between cursors. */
-export interface UserPageQuery {
-  role?: Role;
-  field: UserOrderField;
-  desc: boolean;
-  window: PageWindow;
-}
 
 /**
  * PostgreSQL transaction-level advisory lock taken by every change that could remove an ADMIN (a
@@ -83,58 +68,30 @@ export class UsersRepository implements CredentialUsers {
     return rows.map(userFromRow);
   }
 
-  /** One REST page of live users (of `role` when given); `total` comes from the counters. */
-  async list(
-    query: ListQuery,
+  /**
+   * A page of live users (of `role` when given), for REST and GraphQL alike: the paging module
+   * reads it (src/database/page-reader.ts); `total` comes from the counters.
+   */
+  async page(
     role: Role | undefined,
-    total: Promise<number>,
-  ): Promise<Page<User>> {
+    request: ListRequest,
+    total: () => Promise<number>,
+  ): Promise<PageValue<User>> {
     const params: unknown[] = [];
-    const { rows, meta, next } = await listPage<UserRow>(
+    const page = await readPage<UserRow>(
       this.db,
       {
         list: 'users',
         columns: USER_COLUMNS,
         from: 'users',
-        where: this.pageFilter({ role }, params),
+        where: this.pageFilter(role, params),
         params,
         sortColumns: SORT_COLUMNS,
       },
-      query,
+      request,
       total,
     );
-    return { data: rows.map(userFromRow), meta, next };
-  }
-
-  /** Keyset page for connections: rows in scan order, at most window.size + 1 (to detect more). */
-  async page(q: UserPageQuery): Promise<User[]> {
-    const params: unknown[] = [];
-    const where = this.pageFilter(q, params);
-    const ks = keysetSql(q.window, SORT_COLUMNS[q.field], q.desc, (n) => this.p(n), params);
-    const rows = await this.db.query<UserRow>(
-      `SELECT ${USER_COLUMNS} FROM users WHERE ${[...where, ...ks.where].join(' AND ')}
-       ORDER BY ${ks.orderBy} LIMIT ${ks.limit}`,
-      params,
-    );
-    return rows.map(userFromRow);
-  }
-
-  /** Is there a live user at or before (`upto`) / at or after (`from`) a keyset position? */
-  async existsAround(
-    q: Omit<UserPageQuery, 'window'>,
-    position: [unknown, string],
-    side: 'upto' | 'from',
-  ): Promise<boolean> {
-    const params: unknown[] = [];
-    const where = this.pageFilter(q, params);
-    params.push(position[0], position[1]);
-    const op = (side === 'upto') !== q.desc ? '<=' : '>=';
-    const rows = await this.db.query<{ one: number }>(
-      `SELECT 1 AS one FROM users WHERE ${where.join(' AND ')}
-         AND (${SORT_COLUMNS[q.field]}, id) ${op} (${this.p(params.length - 1)}, ${this.p(params.length)}) LIMIT 1`,
-      params,
-    );
-    return rows.length > 0;
+    return mapPage(page, userFromRow);
   }
 
   /** Live users of a role, oldest first. */
@@ -153,10 +110,10 @@ export class UsersRepository implements CredentialUsers {
     return rows.map(userFromRow);
   }
 
-  private pageFilter(q: Pick<UserPageQuery, 'role'>, params: unknown[]): string[] {
+  private pageFilter(role: Role | undefined, params: unknown[]): string[] {
     const where = ['deleted_at IS NULL'];
-    if (q.role) {
-      params.push(q.role);
+    if (role) {
+      params.push(role);
       where.push(`role = ${this.p(params.length)}`);
     }
     return where;

@@ -25,13 +25,12 @@ import type { User } from '../domain/user.js';
 import { AdminModel, UserConnection, UserModel, UserOrder, UserOrderField } from './user.model.js';
 import { userLoader } from './users.loaders.js';
 import { canSeeEmail, toAdminModel } from './users.mapper.js';
-import { UsersService, type UserConnectionQuery } from './users.service.js';
-import { UserSearchService } from './user-search.service.js';
+import { UsersService } from './users.service.js';
 import { UserAccountsService } from './user-accounts.service.js';
 import { UserBatchService } from './user-batch.service.js';
 
 /** The service's sort field of a `UserOrderField`. */
-function sortFieldOf(field: UserOrderField): UserConnectionQuery['field'] {
+function sortFieldOf(field: UserOrderField): string {
   switch (field) {
     case UserOrderField.CREATED_AT:
       return 'created_at';
@@ -49,13 +48,12 @@ function callerOf(ctx: GqlContext): Caller {
 
 /**
  * GraphQL side of the users resource: thin, every rule lives in the services REST uses too (UsersService,
- * UserSearchService, UserAccountsService, UserBatchService; CONTRIBUTING.md, house style 1).
+ * UserAccountsService, UserBatchService; CONTRIBUTING.md, house style 1).
  */
 @Resolver(() => UserModel)
 export class UsersResolver {
   constructor(
     private readonly service: UsersService,
-    private readonly userSearch: UserSearchService,
     private readonly accounts: UserAccountsService,
     private readonly batches: UserBatchService,
     nodes: NodeRegistry,
@@ -106,12 +104,17 @@ export class UsersResolver {
     if (query !== undefined && query !== null) {
       return this.search(ctx, query, { first, after, last, before, role, orderBy });
     }
-    const connection = await this.service.connection(caller, {
-      role: role ?? undefined,
-      field: sortFieldOf(orderBy?.field ?? UserOrderField.CREATED_AT),
-      desc: orderBy?.direction === OrderDirection.DESC,
-      args: { first, after, last, before },
-    });
+    const connection = await this.service.page(
+      caller,
+      {
+        window: { first, after, last, before },
+        sort: {
+          field: sortFieldOf(orderBy?.field ?? UserOrderField.CREATED_AT),
+          desc: orderBy?.direction === OrderDirection.DESC,
+        },
+      },
+      { role: role ?? undefined },
+    );
     const loader = userLoader(ctx, this.service);
     for (const u of connection.nodes) {
       loader.prime(u.id, u);
@@ -136,7 +139,14 @@ export class UsersResolver {
         },
       ]);
     }
-    return this.userSearch.searchConnection(ctx.caller, query, args.role ?? undefined, args);
+    return this.service.page(
+      ctx.caller,
+      {
+        window: { first: args.first, after: args.after },
+        sort: { field: 'created_at', desc: true },
+      },
+      { role: args.role ?? undefined, q: query },
+    );
   }
 
   @Query(() => [AdminModel], { nullable: true, description: 'Administrators (ADMIN only).' })

@@ -3,33 +3,13 @@ import type { Caller, MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { NotFound } from '../common/errors.js';
 import { isId } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type PageRequest } from '../common/list-query.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
-import { encodeCursor, pageWindow } from '../database/paging.js';
-import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
+import type { PageValue } from '../database/connection-value.js';
 import { UserSearchService } from './user-search.service.js';
 import type { User } from '../domain/user.js';
-import { UsersRepository, type UserOrderField } from './users.repository.js';
+import { UsersRepository } from './users.repository.js';
 import { requireAdmin, requireRead } from './user-rights.js';
-
-/** A users connection (GraphQL `users`): filter, ordering and the paging arguments. */
-export interface UserConnectionQuery {
-  role?: Role;
-  field: UserOrderField;
-  desc: boolean;
-  args: PageArgs;
-}
-
-function orderValue(user: User, field: UserOrderField): string {
-  switch (field) {
-    case 'created_at':
-      return user.createdAt;
-    case 'updated_at':
-      return user.updatedAt;
-    case 'name':
-      return user.name;
-  }
-}
 
 export const USER_LIST_SPEC: ListSpec<'role'> = {
   sortFields: ['created_at', 'updated_at', 'name'],
@@ -80,44 +60,39 @@ export class UsersService {
     return user;
   }
 
-  /** REST list: page number or keyset cursor; the total from the counters (O(1)). */
-  async list(caller: Caller, rawQuery: Record<string, unknown>): Promise<Page<User>> {
-    requireRead(caller);
-    const query = parseListQuery(rawQuery, USER_LIST_SPEC);
-    if (rawQuery.q !== undefined) {
-      return this.userSearch.searchList(caller, rawQuery, query);
+  /**
+   * The users list, REST and GraphQL alike (docs/lists.md, "Paging module"): live users, of `role`
+   * when given, or the matches of a search `q`. A REST request carries the query parameters (page
+   * number or keyset `cursor`, `sort`, `role`, `q`); a GraphQL window its connection arguments and
+   * one sort term, with `role` and `q` beside it. The total comes from the counters (O(1)); a
+   * window reads it, and hasPreviousPage, only when selected.
+   */
+  async page(
+    caller: MaybeCaller,
+    request: PageRequest,
+    filter: { role?: Role; q?: unknown } = {},
+  ): Promise<PageValue<User>> {
+    if ('rest' in request) {
+      requireRead(caller);
+      const query = parseListQuery(request.rest, USER_LIST_SPEC);
+      const role = query.filters.role as Role | undefined;
+      if (request.rest.q !== undefined) {
+        return this.userSearch.page(caller, request.rest.q, role, { query, rest: request.rest });
+      }
+      return this.users.page(role, { query }, () => this.total(role));
     }
-    const role = query.filters.role as Role | undefined;
-    return this.users.list(
-      query,
-      role,
-      this.counters.get(role ? CountKeys.usersByRole(role) : CountKeys.users()),
-    );
+    if (filter.q !== undefined) {
+      return this.userSearch.page(caller, filter.q, filter.role, {
+        window: request.window,
+      });
+    }
+    requireRead(caller);
+    const { role } = filter;
+    return this.users.page(role, request, () => this.total(role));
   }
 
-  /**
-   * A connection of live users (GraphQL `users`): a keyset page between the cursors of `args`, the
-   * total from the counters (O(1)); the total and `hasPreviousPage` are read only when selected.
-   */
-  async connection(caller: MaybeCaller, q: UserConnectionQuery): Promise<ConnectionValue<User>> {
-    const orderKey = `users:${q.field}`;
-    const window = pageWindow(q.args, orderKey);
-    requireRead(caller);
-    const filter = { role: q.role, field: q.field, desc: q.desc };
-    const rows = await this.users.page({ ...filter, window });
-    return connectionFromRows(
-      rows,
-      window,
-      (u) => encodeCursor(orderKey, [orderValue(u, q.field)], u.id),
-      {
-        totalCount: () =>
-          this.counters.get(q.role ? CountKeys.usersByRole(q.role) : CountKeys.users()),
-        existsBeyond: (side) =>
-          side === 'before-after'
-            ? this.users.existsAround(filter, window.after!, 'upto')
-            : this.users.existsAround(filter, window.before!, 'from'),
-      },
-    );
+  private total(role: Role | undefined): Promise<number> {
+    return this.counters.get(role ? CountKeys.usersByRole(role) : CountKeys.users());
   }
 
   /** One administrator by its user id (`node(id: "adm_…")`): ADMIN only, like the `admins` query. */

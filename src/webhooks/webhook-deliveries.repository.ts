@@ -3,7 +3,8 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '../common/ids.js';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage, type ListPage } from '../database/paging.js';
+import { restPage } from '../database/page-reader.js';
+import type { PageValue } from '../database/connection-value.js';
 import {
   returnedRows,
   type AnyWebhookEventType,
@@ -318,12 +319,12 @@ export class WebhookDeliveriesRepository {
     return Number(row?.n ?? 0);
   }
 
-  async page(endpointId: string, query: ListQuery): Promise<ListPage<WebhookDeliveryRow>> {
+  async page(endpointId: string, query: ListQuery): Promise<PageValue<WebhookDeliveryRow>> {
     const [count] = await this.db.query<{ n: number | string }>(
       `SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ${this.p(1)}`,
       [endpointId],
     );
-    return listPage<WebhookDeliveryRow>(
+    return restPage<WebhookDeliveryRow>(
       this.db,
       {
         list: 'webhook_deliveries',

@@ -18,6 +18,7 @@ import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../identity/auth
 import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { linkHeader } from '../common/list-query.js';
+import { restPageOf } from '../database/connection-value.js';
 import {
   ApiDoc,
   ApiNoContent,
@@ -213,7 +214,7 @@ export class WebhooksController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.webhooks.listDeliveries(caller, id, query);
+    const page = await restPageOf(await this.webhooks.listDeliveries(caller, id, query));
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data, meta: page.meta };
   }

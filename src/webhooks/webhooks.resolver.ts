@@ -94,11 +94,13 @@ export class WebhooksResolver {
       query.cursor = after;
     }
     const page = await this.webhooks.listDeliveries(callerOf(ctx), endpointId, query);
+    // the page's own wire shape (not a connection): endCursor is the next page's cursor
+    const hasNextPage = await page.pageInfo.hasNextPage;
     return {
-      nodes: page.data.map(deliveryModel),
-      endCursor: page.next ?? null,
-      hasNextPage: Boolean(page.next),
-      totalCount: page.meta.total,
+      nodes: page.nodes.map(deliveryModel),
+      endCursor: hasNextPage ? page.pageInfo.endCursor : null,
+      hasNextPage,
+      totalCount: await page.totalCount,
     };
   }
 

@@ -4,6 +4,7 @@ import { isAdmin, type Caller } from '../identity/caller.js';
 import { Forbidden, NotFound, PreconditionFailed, ValidationFailed } from '../common/errors.js';
 import type { RestPrecondition } from '../common/rest-precondition.js';
 import { parseListQuery, type ListSpec, type Page } from '../common/list-query.js';
+import { mapPage, type PageValue } from '../database/connection-value.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
 import type {
@@ -28,6 +29,7 @@ import { isId, newId } from '../common/ids.js';
 import { AllowedHosts, resolveWebhookUrl, UrlRefused } from './webhook-url-guard.js';
 import { toRestDelivery, toRestEndpoint } from './webhooks.mapper.js';
 import { ChangeRecord } from '../changes/change-record.js';
+import { activeTraceparent } from '../telemetry/tracing.js';
 
 export const WEBHOOK_LIST_SPEC: ListSpec<never> = {
   sortFields: ['created_at'],
@@ -293,18 +295,22 @@ export class WebhooksService {
 
   // ---- deliveries -------------------------------------------------------------------------
 
+  /**
+   * The delivery log of an endpoint, newest first, REST and GraphQL (`webhookDeliveries`) alike:
+   * the query parameters of a REST page (GraphQL's `first`/`after` are its `limit`/`cursor`).
+   */
   async listDeliveries(
     caller: Caller,
     endpointId: string,
     rawQuery: Record<string, unknown>,
-  ): Promise<Page<WebhookDeliveryResponse>> {
+  ): Promise<PageValue<WebhookDeliveryResponse>> {
     this.assertAdmin(caller);
     await this.requireEndpoint(endpointId);
     const page = await this.deliveries.page(
       endpointId,
       parseListQuery(rawQuery, WEBHOOK_DELIVERY_LIST_SPEC),
     );
-    return { data: page.rows.map(toRestDelivery), meta: page.meta, next: page.next };
+    return mapPage(page, toRestDelivery);
   }
 
   /** A new delivery of the same event (same `webhook-id`) to the same endpoint, sent now. */
@@ -347,6 +353,7 @@ export class WebhooksService {
         payload: JSON.stringify(toRestEndpoint(endpoint)),
         created_at: now,
         dispatched_at: now,
+        traceparent: activeTraceparent(),
       });
       await this.deliveries.insertMany(manager, [row]);
     });

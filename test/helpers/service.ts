@@ -59,8 +59,10 @@ function callerOf(userId: string, role: Role): Caller {
 export async function bootstrapAdmin(s: ServiceContext): Promise<Caller> {
   const users = s.ctx.get(UsersService);
   // a read needs only a role: any ADMIN caller may list the administrators
-  const admins = await users.list(callerOf('usr_reader', Role.ADMIN), { role: Role.ADMIN });
-  const admin = admins.data.find((u) => u.email === ADMIN_EMAIL);
+  const admins = await users.page(callerOf('usr_reader', Role.ADMIN), {
+    rest: { role: Role.ADMIN },
+  });
+  const admin = admins.nodes.find((u) => u.email === ADMIN_EMAIL);
   if (!admin) {
     throw new Error(`no bootstrap administrator ${ADMIN_EMAIL}`);
   }

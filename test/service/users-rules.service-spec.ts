@@ -47,8 +47,8 @@ describe('service: the last ADMIN', () => {
     // with another ADMIN again, the second may delete itself
     await accounts.update(second, first.userId, { role: Role.ADMIN });
     expect(await accounts.remove(second, second.userId)).toMatchObject({ id: second.userId });
-    const admins = await users.list(first, { role: Role.ADMIN });
-    expect(admins.data.map((u) => u.id)).toEqual([first.userId]);
+    const admins = await users.page(first, { rest: { role: Role.ADMIN } });
+    expect(admins.nodes.map((u) => u.id)).toEqual([first.userId]);
   });
 });
 
@@ -72,7 +72,7 @@ describe('service: list query parameters', () => {
     const users = s.ctx.get(UsersService);
     const admin = await bootstrapAdmin(s);
     const err = await users
-      .list(admin, { page: '0', limit: '101', sort: 'email', role: 'ROOT' })
+      .page(admin, { rest: { page: '0', limit: '101', sort: 'email', role: 'ROOT' } })
       .then(
         () => undefined,
         (e: unknown) => e,
@@ -80,26 +80,32 @@ describe('service: list query parameters', () => {
     expect(err).toMatchObject({ code: 'bad_request', message: 'Invalid query parameters' });
     expect(fields(err).sort()).toEqual(['limit', 'page', 'role', 'sort']);
     for (const query of [{ sort: 'name,-name' }, { sort: '' }, { page: '1.5' }, { limit: 'ten' }]) {
-      await expect(users.list(admin, query), JSON.stringify(query)).rejects.toMatchObject({
-        code: 'bad_request',
-      });
+      await expect(users.page(admin, { rest: query }), JSON.stringify(query)).rejects.toMatchObject(
+        {
+          code: 'bad_request',
+        },
+      );
     }
     // the same parameters, well-formed, are a page
-    const page = await users.list(admin, { page: '1', limit: '100', sort: '-name', role: 'ADMIN' });
-    expect(page.data.every((u) => u.role === Role.ADMIN)).toBe(true);
+    const page = await users.page(admin, {
+      rest: { page: '1', limit: '100', sort: '-name', role: 'ADMIN' },
+    });
+    expect(page.nodes.every((u) => u.role === Role.ADMIN)).toBe(true);
   });
 
   it('a page deeper than the offset limit is refused and points at the cursor; a cursor must look like one', async () => {
     const users = s.ctx.get(UsersService);
     const admin = await bootstrapAdmin(s);
-    await expect(users.list(admin, { page: '101', limit: '100' })).rejects.toMatchObject({
+    await expect(users.page(admin, { rest: { page: '101', limit: '100' } })).rejects.toMatchObject({
       code: 'bad_request',
       details: [{ field: 'page', message: expect.stringContaining('Link rel="next"') }],
     });
-    await expect(users.list(admin, { page: '100', limit: '100' })).resolves.toMatchObject({
-      data: [],
-    });
-    await expect(users.list(admin, { cursor: 'not a cursor!' })).rejects.toMatchObject({
+    await expect(users.page(admin, { rest: { page: '100', limit: '100' } })).resolves.toMatchObject(
+      {
+        nodes: [],
+      },
+    );
+    await expect(users.page(admin, { rest: { cursor: 'not a cursor!' } })).rejects.toMatchObject({
       code: 'bad_request',
       details: [{ field: 'cursor' }],
     });
@@ -144,7 +150,7 @@ describe('service: who may create and delete accounts', () => {
     const admin = await bootstrapAdmin(s);
     const { caller: user } = await newUser(s, admin, Role.USER);
     const { user: other, caller: guest } = await newUser(s, admin, Role.GUEST);
-    const live = (await users.list(admin, {})).meta.total;
+    const live = await (await users.page(admin, { rest: {} })).totalCount;
     const input = { name: 'New', email: `new.${unique()}@example.com`, role: Role.USER };
     await expect(accounts.create(user, input)).rejects.toMatchObject({
       code: 'forbidden',
@@ -158,7 +164,7 @@ describe('service: who may create and delete accounts', () => {
       message: expect.stringContaining('A partner app cannot create users'),
     });
     // none of the refused calls created the user
-    expect((await users.list(admin, {})).meta.total).toBe(live);
+    expect(await (await users.page(admin, { rest: {} })).totalCount).toBe(live);
 
     await expect(accounts.remove(user, other.id)).rejects.toMatchObject({ code: 'forbidden' });
     expect((await users.get(admin, other.id)).id).toBe(other.id);
