@@ -13,10 +13,10 @@ import type { User } from '../domain/user.js';
  */
 
 /** Members of a resource as `{member: [old, new]}` (REST names, no secret): an audit entry's `changes`. */
-export type MemberChanges = Record<string, [unknown, unknown]>;
+type MemberChanges = Record<string, [unknown, unknown]>;
 
 /** A new API key as the audit log records it (never its secret). */
-export interface CreatedApiKey {
+interface CreatedApiKey {
   id: string;
   user_id: string;
   name: string;

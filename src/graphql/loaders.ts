@@ -52,12 +52,3 @@ export function byId<T extends { id: string }>(
 ): (T | undefined)[] {
   return byKey(ids, rows, (r) => r.id);
 }
-
-/** Groups rows by a key (e.g. posts by author), every key present (possibly with []). */
-export function groupBy<K, T>(keys: readonly K[], rows: readonly T[], keyOf: (row: T) => K): T[][] {
-  const map = new Map<K, T[]>(keys.map((k) => [k, []]));
-  for (const row of rows) {
-    map.get(keyOf(row))?.push(row);
-  }
-  return keys.map((k) => map.get(k) ?? []);
-}
