@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { ListQuery, Page } from '../common/list-query.js';
+import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { listPage } from '../database/paging.js';
+import { restPage } from '../database/page-reader.js';
+import type { PageValue } from '../database/connection-value.js';
 import type { Message } from '../domain/message.js';
 import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.row.js';
 
@@ -27,14 +28,14 @@ export class MessagesRepository {
     roomId: string,
     afterSeq: number | undefined,
     total: Promise<number>,
-  ): Promise<Page<Message>> {
+  ): Promise<PageValue<MessageRow>> {
     const params: unknown[] = [roomId];
     const where = [`room_id = ${this.p(1)}`];
     if (afterSeq !== undefined) {
       params.push(afterSeq);
       where.push(`seq > ${this.p(2)}`);
     }
-    const { rows, meta, next } = await listPage<MessageRow>(
+    return restPage<MessageRow>(
       this.db,
       {
         list: 'messages',
@@ -48,7 +49,6 @@ export class MessagesRepository {
       query,
       total,
     );
-    return { data: rows.map(messageFromRow), meta, next };
   }
 
   /**

@@ -3,7 +3,7 @@ import { hasRole, type MaybeCaller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { BadRequest, Forbidden, NotFound } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type PageRequest } from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -12,6 +12,7 @@ import type { Message, MessageEvent } from '../domain/message.js';
 import { MESSAGE_CONTENT_COST } from './message.model.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { MessagesRepository } from './messages.repository.js';
+import { messageFromRow } from './messages.row.js';
 import { RoomsRepository } from './rooms.repository.js';
 import {
   encodeCursor,
@@ -19,11 +20,7 @@ import {
   encodeMessageCursor,
   pageWindow,
 } from '../database/paging.js';
-import {
-  connectionFromRows,
-  mapConnection,
-  type ConnectionValue,
-} from '../database/connection-value.js';
+import { connectionFromRows, mapPage, type PageValue } from '../database/connection-value.js';
 import { RoomsService, requireCaller } from './rooms.service.js';
 
 /** Cursor key of `Room.messages` (kept as issued: docs/lists.md, "Paging module"). */
@@ -44,7 +41,7 @@ export const MESSAGE_LIST_SPEC: ListSpec<never> = {
 };
 
 /** A message with its room sequence number (GraphQL cursors use it). */
-export interface SequencedMessage {
+interface SequencedMessage {
   message: Message;
   seq: number;
 }
@@ -66,36 +63,73 @@ export class MessagesService {
     private readonly changes: ChangeRecord,
   ) {}
 
-  async list(
+  /**
+   * The messages of rooms, oldest first, REST (`GET /rooms/{id}/messages`) and GraphQL
+   * (`Room.messages`) alike, for the rooms of `roomIds` at once: one page value per room, in that
+   * order. A REST request names one room, which must exist (404), and carries its query parameters
+   * (page or cursor, `after=<message id>`). A GraphQL window (`first`/`after`) serves a page of
+   * rooms with one statement (UNION ALL); their totals (one read of the counters) are read only when
+   * selected.
+   */
+  async messagesOfRooms(
     caller: MaybeCaller,
-    roomId: string,
-    rawQuery: Record<string, unknown>,
-  ): Promise<Page<Message>> {
+    roomIds: readonly string[],
+    request: PageRequest,
+  ): Promise<PageValue<Message>[]> {
     requireCaller(caller);
-    const query = parseListQuery(rawQuery, MESSAGE_LIST_SPEC);
-    await this.rooms.get(caller, roomId);
-    let afterSeq = 0;
-    if (rawQuery.after !== undefined) {
-      afterSeq = await this.seqOf(roomId, rawQuery.after);
+    if ('rest' in request) {
+      const [roomId] = roomIds;
+      const rawQuery = request.rest;
+      const query = parseListQuery(rawQuery, MESSAGE_LIST_SPEC);
+      await this.rooms.get(caller, roomId);
+      let afterSeq = 0;
+      if (rawQuery.after !== undefined) {
+        afterSeq = await this.seqOf(roomId, rawQuery.after);
+      }
+      // seq runs 1, 2, 3… without gaps in each room (send() takes the next number and inserts in one
+      // transaction), so "after message #k" leaves exactly count - k messages: still O(1)
+      const total = this.counters
+        .get(CountKeys.messagesOfRoom(roomId))
+        .then((n) => Math.max(0, n - afterSeq));
+      const page = await this.messages.list(
+        query,
+        roomId,
+        rawQuery.after !== undefined ? afterSeq : undefined,
+        total,
+      );
+      return [mapPage(page, messageFromRow)];
     }
-    // seq runs 1, 2, 3… without gaps in each room (send() takes the next number and inserts in one
-    // transaction), so "after message #k" leaves exactly count - k messages: still O(1)
-    const total = this.counters
-      .get(CountKeys.messagesOfRoom(roomId))
-      .then((n) => Math.max(0, n - afterSeq));
-    return this.messages.list(
-      query,
-      roomId,
-      rawQuery.after !== undefined ? afterSeq : undefined,
-      total,
-    );
+    const { first, after } = request.window;
+    const window = pageWindow({ first, after }, ROOM_MESSAGES_KEY);
+    const afterSeq = window.after ? Number(window.after[0]) : undefined;
+    const pages = await this.pagesForRooms(roomIds, { size: window.size, afterSeq });
+    let counts: Promise<Map<string, number>> | undefined;
+    const countOf = async (roomId: string) => {
+      counts ??= this.counters.getMany(roomIds.map((id) => CountKeys.messagesOfRoom(id)));
+      return (await counts).get(CountKeys.messagesOfRoom(roomId)) ?? 0;
+    };
+    return roomIds.map((roomId) => {
+      const connection = connectionFromRows(
+        pages.get(roomId) ?? [],
+        window,
+        (r) => encodeCursor(ROOM_MESSAGES_KEY, [r.seq], r.message.id),
+        {
+          totalCount: () => countOf(roomId),
+          existsBeyond: async () => window.after !== undefined,
+        },
+      );
+      return mapPage(
+        Object.assign(connection, { page: null, limit: window.size }),
+        (n) => n.message,
+      );
+    });
   }
 
   /**
    * The first `size + 1` messages of each room in room order (seq), optionally after a position:
-   * one statement for any number of rooms (GraphQL `Room.messages`, batched by DataLoader).
+   * one statement for any number of rooms.
    */
-  async pagesForRooms(
+  private async pagesForRooms(
     roomIds: readonly string[],
     opts: { size: number; afterSeq?: number },
   ): Promise<Map<string, SequencedMessage[]>> {
@@ -113,42 +147,11 @@ export class MessagesService {
   }
 
   /**
-   * `Room.messages` of one room in a page of rooms: the window of `args` (cursors `['seq', seq,
-   * id]`, kept as issued), the room's messages and total from `batch` (the request's DataLoaders).
-   */
-  async roomMessagesConnection(
-    caller: MaybeCaller,
-    args: Pick<PageArgs, 'first' | 'after'>,
-    batch: {
-      page: (size: number, afterSeq: number | undefined) => Promise<SequencedMessage[]>;
-      total: () => Promise<number>;
-    },
-  ): Promise<ConnectionValue<Message>> {
-    requireCaller(caller);
-    const window = pageWindow({ first: args.first, after: args.after }, ROOM_MESSAGES_KEY);
-    const afterSeq = window.after ? Number(window.after[0]) : undefined;
-    const rows = await batch.page(window.size, afterSeq);
-    const connection = connectionFromRows(
-      rows,
-      window,
-      (r) => encodeCursor(ROOM_MESSAGES_KEY, [r.seq], r.message.id),
-      { totalCount: batch.total, existsBeyond: async () => window.after !== undefined },
-    );
-    return mapConnection(connection, (n) => n.message);
-  }
-
-  /**
    * The position (the room's seq) a `Message.cursor` of `roomId` names: where `messageAdded(after:)`
    * resumes. A malformed cursor or one of another room is BAD_USER_INPUT naming `after`.
    */
   seqOfCursor(roomId: string, cursor: string): number {
     return decodeMessageCursor(cursor, roomId);
-  }
-
-  /** Messages per room: one read of their counters for all of them. */
-  async countsForRooms(roomIds: readonly string[]): Promise<Map<string, number>> {
-    const byKey = await this.counters.getMany(roomIds.map((id) => CountKeys.messagesOfRoom(id)));
-    return new Map(roomIds.map((id) => [id, byKey.get(CountKeys.messagesOfRoom(id)) ?? 0]));
   }
 
   async get(caller: MaybeCaller, id: string): Promise<Message> {

@@ -80,7 +80,8 @@ export class RoomsController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.messages.list(caller, roomId, query);
+    const [value] = await this.messages.messagesOfRooms(caller, [roomId], { rest: query });
+    const page = await restPageOf(value);
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestMessage), meta: page.meta };
   }

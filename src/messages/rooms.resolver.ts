@@ -12,12 +12,12 @@ import {
 } from '@nestjs/graphql';
 import { validateInput } from '../common/validation.js';
 import type { GqlContext } from '../graphql/context.js';
-import type { ConnectionValue } from '../database/connection-value.js';
+import type { ConnectionValue, PageValue } from '../database/connection-value.js';
 import { NodeRegistry } from '../graphql/node.js';
 import { CreateRoomInput } from './dto/message.inputs.js';
 import type { Message, Room } from '../domain/message.js';
 import { MessageConnection, RoomConnection, RoomModel } from './message.model.js';
-import { MessagesService, type SequencedMessage } from './messages.service.js';
+import { MessagesService } from './messages.service.js';
 import { RoomsService } from './rooms.service.js';
 
 /** Rooms: queries, creation, and `Room.messages` (batched over a list of rooms). */
@@ -68,28 +68,15 @@ export class RoomsResolver {
     @Args('first', { type: () => Int, nullable: true }) first?: number,
     @Args('after', { type: () => String, nullable: true }) after?: string,
   ): Promise<ConnectionValue<Message>> {
-    return this.messages.roomMessagesConnection(
-      ctx.caller,
-      { first, after },
-      {
-        page: (size, afterSeq) =>
-          ctx.loaders
-            .get<string, SequencedMessage[]>(
-              `messagesOfRoom:${size}:${after ?? ''}`,
-              async (ids) => {
-                const byRoom = await this.messages.pagesForRooms(ids, { size, afterSeq });
-                return ids.map((id) => byRoom.get(id) ?? []);
-              },
-            )
-            .load(room.id),
-        total: () =>
-          ctx.loaders
-            .get<string, number>('messageCounts', async (ids) => {
-              const byRoom = await this.messages.countsForRooms(ids);
-              return ids.map((id) => byRoom.get(id) ?? 0);
-            })
-            .load(room.id),
-      },
+    // one call of the service for every room of the page (DataLoader)
+    const pages = ctx.loaders.get<string, PageValue<Message>>(
+      `messagesOfRooms:${first ?? ''}:${after ?? ''}`,
+      (ids) =>
+        this.messages.messagesOfRooms(ctx.caller, ids, {
+          window: { first, after },
+          sort: { field: 'seq', desc: false },
+        }),
     );
+    return pages.load(room.id);
   }
 }

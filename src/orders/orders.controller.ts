@@ -17,6 +17,7 @@ import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
 import { ifMatchHits, resourceEtag, withEtag } from '../http/etag.js';
 import { linkHeader } from '../common/list-query.js';
+import { restPageOf } from '../database/connection-value.js';
 import { PublicUrl } from '../http/public-url.js';
 import { ApiDoc, ApiPage, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 
@@ -58,7 +59,11 @@ export class OrdersController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const page = await this.orders.listForUser(caller, userId, query);
+    const [value] = await this.orders.ordersOfUsers(caller, [userId], { rest: query });
+    if (value instanceof Error) {
+      throw value;
+    }
+    const page = await restPageOf(value);
     void reply.header('Link', linkHeader(this.publicUrl.base, req.url, page.meta, page.next));
     return { data: page.data.map(toRestOrder), meta: page.meta };
   }

@@ -3,12 +3,11 @@ import type { EntityManager } from 'typeorm';
 import {
   keysetAfterSql,
   keysetSql,
-  listPage,
   orderBySql,
   releaseBatch,
   type PageWindow,
 } from '../database/paging.js';
-import type { ListQuery, Page, SortTerm } from '../common/list-query.js';
+import type { ListQuery, SortTerm } from '../common/list-query.js';
 import { restPage } from '../database/page-reader.js';
 import type { PageValue } from '../database/connection-value.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -55,14 +54,14 @@ export class OrdersRepository {
     userId: string,
     status: string | undefined,
     total: Promise<number>,
-  ): Promise<Page<Order>> {
+  ): Promise<PageValue<OrderRow>> {
     const params: unknown[] = [userId];
     const where = [`user_id = ${this.p(1)}`];
     if (status) {
       params.push(status);
       where.push(`status = ${this.p(2)}`);
     }
-    const { rows, meta, next } = await listPage<OrderRow>(
+    return restPage<OrderRow>(
       this.db,
       {
         list: 'orders',
@@ -75,7 +74,6 @@ export class OrdersRepository {
       query,
       total,
     );
-    return { data: rows.map(orderFromRow), meta, next };
   }
 
   /**

@@ -11,7 +11,7 @@ import {
   Resolver,
 } from '@nestjs/graphql';
 import type { GqlContext } from '../graphql/context.js';
-import type { ConnectionValue } from '../database/connection-value.js';
+import type { ConnectionValue, PageValue } from '../database/connection-value.js';
 import { NodeRegistry } from '../graphql/node.js';
 import type { User } from '../domain/user.js';
 import { UserModel } from '../users/user.model.js';
@@ -104,31 +104,18 @@ export class UserOrdersResolver {
     @Args('status', { type: () => OrderStatus, nullable: true }) statusArg?: OrderStatus | null,
   ): Promise<ConnectionValue<Order>> {
     const status = statusArg ?? undefined;
-    const counts = ctx.loaders.get<string, number>(`orderCounts:${status ?? ''}`, async (ids) => {
-      const byUser = await this.orders.countsForUsers(ids, status);
-      return ids.map((id) => byUser.get(id) ?? 0);
-    });
-    return this.orders.userOrdersConnection(
-      ctx.caller,
-      user.id,
-      { first, after },
-      {
-        page: (window) =>
-          ctx.loaders
-            .get<string, Order[]>(
-              `ordersOfUser:${window.size}:${after ?? ''}:${status ?? ''}`,
-              async (ids) => {
-                const byUser = await this.orders.pagesForUsers(ids, {
-                  size: window.size,
-                  after: window.after,
-                  status,
-                });
-                return ids.map((id) => byUser.get(id) ?? []);
-              },
-            )
-            .load(user.id),
-        total: () => counts.load(user.id),
-      },
+    // one call of the service for every user of the page (DataLoader): a refused user's error
+    // rejects its field only
+    const pages = ctx.loaders.get<string, PageValue<Order>>(
+      `ordersOfUsers:${first ?? ''}:${after ?? ''}:${status ?? ''}`,
+      (ids) =>
+        this.orders.ordersOfUsers(
+          ctx.caller,
+          ids,
+          { window: { first, after }, sort: { field: 'created_at', desc: false } },
+          { status },
+        ),
     );
+    return pages.load(user.id);
   }
 }

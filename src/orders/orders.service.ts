@@ -4,6 +4,7 @@ import { hasRole, isAdmin, type Caller, type MaybeCaller } from '../identity/cal
 import { Role } from '../identity/role.js';
 import {
   Conflict,
+  type DomainError,
   Forbidden,
   NotFound,
   PreconditionFailed,
@@ -11,12 +12,12 @@ import {
   ValidationFailed,
 } from '../common/errors.js';
 import { isId, newId, nowIso } from '../common/ids.js';
-import { parseListQuery, type ListSpec, type Page, type PageArgs } from '../common/list-query.js';
+import { parseListQuery, type ListSpec, type PageRequest } from '../common/list-query.js';
 import { ChangeRecord } from '../changes/change-record.js';
 import { CountersRepository, CountKeys } from '../database/counters.repository.js';
 import { DatabaseService } from '../database/database.service.js';
 import { encodeCursor, pageWindow, type PageWindow } from '../database/paging.js';
-import { connectionFromRows, type ConnectionValue } from '../database/connection-value.js';
+import { connectionFromRows, mapPage, type PageValue } from '../database/connection-value.js';
 import { ORDER_STATUSES, OrderStatus, type Order, type OrderItem } from '../domain/order.js';
 import { MAX_TOTAL_CENTS } from './dto/order.rules.js';
 import { decideTransition, nextStatuses } from './order-status.js';
@@ -33,6 +34,11 @@ export const ORDER_LIST_SPEC: ListSpec<'status'> = {
 /** A validated new order, transport-neutral (REST and GraphQL inputs both map to it). */
 /** Cursor key of `User.orders` (kept as issued: docs/lists.md, "Paging module"). */
 const USER_ORDERS_KEY = 'created_at';
+
+/** The counter of a user's orders (of one status). */
+function countKey(userId: string, status: string | undefined): string {
+  return status ? CountKeys.ordersOfUserByStatus(userId, status) : CountKeys.ordersOfUser(userId);
+}
 
 export interface NewOrder {
   items: OrderItem[];
@@ -69,63 +75,97 @@ export class OrdersService {
     return order;
   }
 
-  /** REST list: page/limit, sort `created_at`, filter `status`. */
-  async listForUser(
-    caller: MaybeCaller,
-    userId: string,
-    rawQuery: Record<string, unknown>,
-  ): Promise<Page<Order>> {
-    this.requireOrderRole(caller);
-    await this.requireLiveUser(userId);
-    this.requireOwnerOrAdmin(caller, userId);
-    const query = parseListQuery(rawQuery, ORDER_LIST_SPEC);
-    const status = query.filters.status;
-    return this.orders.list(
-      query,
-      userId,
-      status,
-      this.counters.get(
-        status ? CountKeys.ordersOfUserByStatus(userId, status) : CountKeys.ordersOfUser(userId),
-      ),
-    );
-  }
-
-  /** Permission to list a user's orders (User.orders in GraphQL), for a user already known to exist. */
-  assertCanReadOrdersOf(caller: MaybeCaller, userId: string): void {
-    this.requireOrderRole(caller);
-    this.requireOwnerOrAdmin(caller, userId);
-  }
-
   /**
-   * `User.orders` of one user in a page of users: the window of `args`, the user's rows and total
-   * from `batch` (the request's DataLoaders, one statement for every user of the page).
+   * A user's orders, REST (`GET /users/{id}/orders`) and GraphQL (`User.orders`) alike, for the users
+   * of `userIds` at once: one page value per user, in that order, or the error of a user whose
+   * orders the caller may not read (a GUEST, another user's orders: FORBIDDEN). A REST request names
+   * one user, who must be live (404), and carries its query parameters (page or cursor, `sort`,
+   * `status`). A GraphQL window (`first`/`after`, oldest first, `status` beside it) serves a page of
+   * users with one statement (UNION ALL); their totals (one read of the counters) are read only when
+   * selected.
    */
-  async userOrdersConnection(
+  async ordersOfUsers(
     caller: MaybeCaller,
-    userId: string,
-    args: Pick<PageArgs, 'first' | 'after'>,
-    batch: { page: (window: PageWindow) => Promise<Order[]>; total: () => Promise<number> },
-  ): Promise<ConnectionValue<Order>> {
-    this.assertCanReadOrdersOf(caller, userId);
-    const window = pageWindow({ first: args.first, after: args.after }, USER_ORDERS_KEY);
-    const rows = await batch.page(window);
-    return connectionFromRows(
-      rows,
-      window,
-      (o) => encodeCursor(USER_ORDERS_KEY, [o.createdAt], o.id),
-      {
-        totalCount: batch.total,
-        existsBeyond: async () => window.after !== undefined, // forward only: something preceded `after`
-      },
-    );
+    userIds: readonly string[],
+    request: PageRequest,
+    filter: { status?: OrderStatus } = {},
+  ): Promise<(PageValue<Order> | DomainError)[]> {
+    if ('rest' in request) {
+      const [userId] = userIds;
+      this.requireOrderRole(caller);
+      await this.requireLiveUser(userId);
+      this.requireOwnerOrAdmin(caller, userId);
+      const query = parseListQuery(request.rest, ORDER_LIST_SPEC);
+      const status = query.filters.status;
+      return [
+        mapPage(
+          await this.orders.list(
+            query,
+            userId,
+            status,
+            this.counters.get(countKey(userId, status)),
+          ),
+          orderFromRow,
+        ),
+      ];
+    }
+    const refusals = userIds.map((userId) => this.refusalOf(caller, userId));
+    const readable = userIds.filter((_, i) => refusals[i] === undefined);
+    let window: PageWindow;
+    try {
+      window = pageWindow(
+        { first: request.window.first, after: request.window.after },
+        USER_ORDERS_KEY,
+      );
+    } catch (err) {
+      return refusals.map((refused) => refused ?? (err as DomainError));
+    }
+    const { status } = filter;
+    const pages = await this.pagesForUsers(readable, {
+      size: window.size,
+      after: window.after,
+      status,
+    });
+    let counts: Promise<Map<string, number>> | undefined;
+    const countOf = async (userId: string) => {
+      counts ??= this.counters.getMany(readable.map((id) => countKey(id, status)));
+      return (await counts).get(countKey(userId, status)) ?? 0;
+    };
+    return userIds.map((userId, i) => {
+      const refused = refusals[i];
+      if (refused) {
+        return refused;
+      }
+      const connection = connectionFromRows(
+        pages.get(userId) ?? [],
+        window,
+        (o) => encodeCursor(USER_ORDERS_KEY, [o.createdAt], o.id),
+        {
+          totalCount: () => countOf(userId),
+          // forward only: something preceded `after`
+          existsBeyond: async () => window.after !== undefined,
+        },
+      );
+      return Object.assign(connection, { page: null, limit: window.size });
+    });
+  }
+
+  /** Why the caller may not read the orders of `userId` (an existing user), or undefined. */
+  private refusalOf(caller: MaybeCaller, userId: string): DomainError | undefined {
+    try {
+      this.requireOrderRole(caller);
+      this.requireOwnerOrAdmin(caller, userId);
+      return undefined;
+    } catch (err) {
+      return err as DomainError;
+    }
   }
 
   /**
    * The first `size + 1` orders of each user (created_at, id ascending), optionally after a keyset
-   * position and filtered by status: one statement for any number of users (GraphQL `User.orders`
-   * batched by DataLoader). No permission check: call assertCanReadOrdersOf first.
+   * position and filtered by status: one statement for any number of users.
    */
-  async pagesForUsers(
+  private async pagesForUsers(
     userIds: readonly string[],
     opts: { size: number; after?: PageWindow['after']; status?: OrderStatus },
   ): Promise<Map<string, Order[]>> {
@@ -142,17 +182,6 @@ export class OrdersService {
       );
     }
     return pages;
-  }
-
-  /** Orders per user (optionally of one status): one read of their counters for all of them. */
-  async countsForUsers(
-    userIds: readonly string[],
-    status?: OrderStatus,
-  ): Promise<Map<string, number>> {
-    const key = (id: string) =>
-      status ? CountKeys.ordersOfUserByStatus(id, status) : CountKeys.ordersOfUser(id);
-    const byKey = await this.counters.getMany(userIds.map(key));
-    return new Map(userIds.map((id) => [id, byKey.get(key(id)) ?? 0]));
   }
 
   /** An order of a live user, or undefined (malformed ids are simply unknown). No permission check. */
