@@ -396,9 +396,9 @@ describe('GraphQL API (/graphql)', () => {
         /directive @auth\(requires: Role, scopes: \[String!\]\) on FIELD_DEFINITION \| OBJECT/,
       );
       expect(sdl).toMatch(
-        /content: String! @cost\(complexity: 20\) @deprecated\(reason: "Use `body`\."\)/,
+        /content: String! @cost\(weight: 20\) @deprecated\(reason: "Use `body`\."\)/,
       );
-      expect(sdl).toMatch(/@cost\(complexity: 100\)/);
+      expect(sdl).toMatch(/@cost\(weight: 100\)/);
       expect(sdl).toMatch(
         /type User implements Node @auth\(scopes: \["users:read"\]\) @cacheControl\(maxAge: 30\)/,
       );

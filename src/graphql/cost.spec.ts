@@ -5,19 +5,19 @@ import { MAX_QUERY_COST, operationCost } from './cost.js';
 import { parseDateTime } from './scalars/date-time.scalar.js';
 
 const schema = buildSchema(`
-  directive @cost(complexity: Int!) on FIELD_DEFINITION
+  directive @cost(weight: Int!) on FIELD_DEFINITION
   type Query {
     me: User
     users(first: Int, last: Int): UserConnection!
     admins: [User!]
-    search(first: Int): [User!]! @cost(complexity: 10)
+    search(first: Int): [User!]! @cost(weight: 10)
     posts(first: Int): [Post!]!
   }
   type UserConnection { edges: [UserEdge!]! nodes: [User!]! totalCount: Int! pageInfo: PageInfo! }
   type PageInfo { hasNextPage: Boolean! endCursor: String }
   type UserEdge { cursor: String! node: User! }
   type User { id: ID! name: String! tags: [String!]! friends(first: Int): [User!]! }
-  type Post { id: ID! body: String! @cost(complexity: 20) }
+  type Post { id: ID! body: String! @cost(weight: 20) }
 `);
 
 const cost = (query: string, variables?: Record<string, unknown>) =>

@@ -36,7 +36,7 @@ import { DEFAULT_LIMIT } from '../common/list-query.js';
 export const MAX_QUERY_COST = 1000;
 
 interface FieldCostInfo {
-  /** The field's own cost: `@cost(complexity)`, else 1 (scalars and objects alike). */
+  /** The field's own cost: `@cost(weight)`, else 1 (scalars and objects alike). */
   own: number;
   /** Multiplies (part of) its selection by first/last (default 20): lists and paginated fields. */
   multiplies: boolean;
@@ -50,7 +50,7 @@ const infoCache = new WeakMap<GraphQLField<unknown, unknown>, FieldCostInfo>();
 
 function costDirectiveOf(field: GraphQLField<unknown, unknown>): number | undefined {
   const directive = field.astNode?.directives?.find((d) => d.name.value === 'cost');
-  const arg = directive?.arguments?.find((a) => a.name.value === 'complexity');
+  const arg = directive?.arguments?.find((a) => a.name.value === 'weight');
   return arg?.value.kind === Kind.INT ? Number(arg.value.value) : undefined;
 }
 

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { guardLargeFields, jsonSizeOf, ResponseSize } from './response-size.js';
 
 const SDL = /* GraphQL */ `
-  directive @cost(complexity: Int!) on FIELD_DEFINITION
+  directive @cost(weight: Int!) on FIELD_DEFINITION
   type Post {
     title: String
-    body: String @cost(complexity: 20)
+    body: String @cost(weight: 20)
   }
   type Query {
     posts: [Post!]!

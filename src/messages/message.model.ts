@@ -28,7 +28,7 @@ export class MessageModel implements Node {
   id!: string;
 
   @Field({ description: '1-4000 characters.' })
-  @Directive(`@cost(complexity: ${MESSAGE_CONTENT_COST})`)
+  @Directive(`@cost(weight: ${MESSAGE_CONTENT_COST})`)
   content!: string;
 
   @Field(() => DateTimeScalar)

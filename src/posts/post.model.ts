@@ -18,11 +18,11 @@ export class PostModel implements Node {
   title!: string;
 
   @Field({ description: 'At most 50 000 characters.' })
-  @Directive(`@cost(complexity: ${POST_BODY_COST})`)
+  @Directive(`@cost(weight: ${POST_BODY_COST})`)
   body!: string;
 
   @Field({ deprecationReason: 'Use `body`.', description: 'The body (old name).' })
-  @Directive(`@cost(complexity: ${POST_BODY_COST})`) // as large as Post.body
+  @Directive(`@cost(weight: ${POST_BODY_COST})`) // as large as Post.body
   content!: string;
 
   @Field(() => DateTimeScalar)

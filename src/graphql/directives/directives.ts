@@ -17,7 +17,7 @@ import {
  * schema's own `Role` enum (a second type named Role would clash: graphql-js refuses two types of one name).
  *
  * Attach them with Nest's `@Directive('@auth(requires: ADMIN, scopes: ["users:read"])')`,
- * `@Directive('@cost(complexity: 5)')`, `@Directive('@cacheControl(maxAge: 60)')`.
+ * `@Directive('@cost(weight: 5)')`, `@Directive('@cacheControl(maxAge: 60)')`.
  */
 const CacheControlScope = new GraphQLEnumType({
   name: 'CacheControlScope',
@@ -42,12 +42,18 @@ export const cacheControlDirective = new GraphQLDirective({
   },
 });
 
+/**
+ * The GraphQL cost specification's `@cost(weight:)` (ibm.github.io/graphql-specs/cost-spec.html), the
+ * definition Apollo Federation 2.9+ imports too, so the schema composes into a supergraph (a
+ * `@cost(complexity:)` of our own made composition fail). Only its FIELD_DEFINITION use is read
+ * (cost.ts); list sizes come from `first`/`last`, what the spec's `@listSize(slicingArguments:)` says.
+ */
 export const costDirective = new GraphQLDirective({
   name: 'cost',
   description:
     "Replaces the field's own cost (default 1, scalars included) in the query cost: large text fields cost more.",
   locations: [DirectiveLocation.FIELD_DEFINITION],
-  args: { complexity: { type: new GraphQLNonNull(GraphQLInt) } },
+  args: { weight: { type: new GraphQLNonNull(GraphQLInt) } },
 });
 
 export const AUTH_DIRECTIVE = 'auth';
