@@ -6,6 +6,9 @@ import type {
   GraphQLServerContext,
 } from '@apollo/server';
 import { Plugin } from '@nestjs/apollo';
+import type { OnModuleInit } from '@nestjs/common';
+import type { ExecutionResult } from 'graphql';
+import { WsOperationHooks, type WsOperationInfo } from '../graphql/ws/operation-hooks.js';
 import type { MaybeCaller } from '../identity/caller.js';
 import { deprecatedUses, schemaDeprecations, type DeprecatedUse } from './deprecated-elements.js';
 import { DeprecationUsageService } from './deprecation-usage.service.js';
@@ -28,33 +31,64 @@ function label(value: string | undefined): string | undefined {
  * client gives in `apollographql-client-name`/`-version`, else `first-party` (a user's own
  * credentials) or `anonymous`.
  */
-function clientOf(
-  caller: MaybeCaller,
-  headers: { get(name: string): string | undefined } | undefined,
-): string {
+function clientOf(caller: MaybeCaller, value: (name: string) => string | undefined): string {
   if (caller?.clientId) {
     return `oauth:${caller.clientId}`;
   }
   if (caller?.keyId) {
     return `api_key:${caller.keyId}`;
   }
-  const name = label(headers?.get('apollographql-client-name'));
+  const name = label(value('apollographql-client-name'));
   if (name) {
-    const version = label(headers?.get('apollographql-client-version'));
+    const version = label(value('apollographql-client-version'));
     return `name:${name}${version ? `@${version}` : ''}`;
   }
   return caller ? 'first-party' : 'anonymous';
+}
+
+/** The answer with `extensions.deprecations` (path, element, reason) of the uses it made. */
+function withDeprecations<T extends Pick<ExecutionResult, 'extensions'>>(
+  result: T,
+  uses: DeprecatedUse[],
+): T {
+  return {
+    ...result,
+    extensions: {
+      ...result.extensions,
+      deprecations: uses.map((u) => ({ path: u.path, element: u.coordinate, reason: u.reason })),
+    },
+  };
 }
 
 /**
  * Counts each executed operation's uses of deprecated fields, arguments, input fields and enum
  * values per client (DeprecationUsageService), and tells the client in `extensions.deprecations`
  * (`path`, `element`, `reason`). Documents that mention no deprecated name are not walked
- * (deprecated-elements.ts), and the walk is done once per document.
+ * (deprecated-elements.ts), and the walk is done once per document. Operations over WebSocket are
+ * counted the same way when accepted (WsOperationHooks), with the client named by the API key or OAuth
+ * client of the connection, else `apollographql-client-name` in `connection_init` or the upgrade's
+ * headers; a query or mutation's answer gets `extensions.deprecations` there too.
  */
 @Plugin()
-export class DeprecationsPlugin implements ApolloServerPlugin<HasCaller> {
-  constructor(private readonly usage: DeprecationUsageService) {}
+export class DeprecationsPlugin implements ApolloServerPlugin<HasCaller>, OnModuleInit {
+  constructor(
+    private readonly usage: DeprecationUsageService,
+    private readonly wsHooks: WsOperationHooks,
+  ) {}
+
+  onModuleInit(): void {
+    this.wsHooks.add((op: WsOperationInfo) => {
+      const uses = deprecatedUses(op.schema, op.document, op.operationName);
+      if (uses.length === 0) {
+        return undefined;
+      }
+      this.usage.record(
+        new Set(uses.map((u) => u.coordinate)),
+        clientOf(op.caller, op.clientValue),
+      );
+      return (result) => withDeprecations(result, uses);
+    });
+  }
 
   async serverWillStart({ schema }: GraphQLServerContext): Promise<void> {
     this.usage.describe(schemaDeprecations(schema).elements);
@@ -69,7 +103,7 @@ export class DeprecationsPlugin implements ApolloServerPlugin<HasCaller> {
           const coordinates = new Set(uses.map((u) => u.coordinate));
           this.usage.record(
             coordinates,
-            clientOf(rc.contextValue.caller, rc.request.http?.headers),
+            clientOf(rc.contextValue.caller, (name) => rc.request.http?.headers.get(name)),
           );
         }
       },
@@ -77,15 +111,7 @@ export class DeprecationsPlugin implements ApolloServerPlugin<HasCaller> {
         if (uses.length === 0 || rc.response.body.kind !== 'single') {
           return;
         }
-        const result = rc.response.body.singleResult;
-        result.extensions = {
-          ...result.extensions,
-          deprecations: uses.map((u) => ({
-            path: u.path,
-            element: u.coordinate,
-            reason: u.reason,
-          })),
-        };
+        rc.response.body.singleResult = withDeprecations(rc.response.body.singleResult, uses);
       },
     };
   }

@@ -60,6 +60,7 @@ import { upgradeHandler } from './ws/upgrade-handler.js';
 import { WsDocuments } from './ws/ws-documents.js';
 import { GroupResults, type GroupResult } from './ws/group-results.js';
 import { clientWentAway, credentialsLapsed } from './ws/ws-errors.js';
+import { clientValue, WsOperationHooks, type WsResultDecorator } from './ws/operation-hooks.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Largest WebSocket message accepted (the ws default is 100 MiB). */
@@ -91,6 +92,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly introspectionOf = new WeakMap<object, string>();
   /** The operation an operation's context belongs to (metrics of the subscribe step). */
   private readonly operationOf = new WeakMap<object, WsOperation>();
+  /** What the operation hooks add to the answer of a query or mutation, per its context. */
+  private readonly decoratorsOf = new WeakMap<object, WsResultDecorator>();
   private readonly telemetry: WsTelemetry;
   /** One SocketCaller per credential, shared by the sockets opened with it. */
   private readonly currentRights = new CurrentRights();
@@ -129,6 +132,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly shutdown: ShutdownState,
     private readonly metrics: MetricsService,
     private readonly refusals: UpgradeRefusals,
+    private readonly hooks: WsOperationHooks,
   ) {
     this.onUpgrade = upgradeHandler({
       path: GRAPHQL_PATH,
@@ -270,9 +274,12 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           if (single && result.data && jsonSize(result) > MAX_RESPONSE_BYTES) {
             return { errors: [this.documents.format(responseTooLarge(MAX_RESPONSE_BYTES))] };
           }
-          return result.errors?.length
+          const formatted = result.errors?.length
             ? { ...result, errors: result.errors.map((e) => this.documents.format(e)) }
             : undefined;
+          // what the operation hooks add to a single answer (e.g. `extensions.deprecations`)
+          const decorate = single ? this.decoratorsOf.get(args.contextValue as object) : undefined;
+          return decorate ? decorate(formatted ?? result) : formatted;
         },
       },
       this.wss,
@@ -352,6 +359,16 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       queue,
     });
     this.operationOf.set(contextValue, op);
+    const decorate = this.hooks.accepted({
+      schema,
+      document,
+      operationName: payload.operationName,
+      caller,
+      clientValue: (name) => clientValue(ctx.connectionParams, ctx.extra.request, name),
+    });
+    if (decorate) {
+      this.decoratorsOf.set(contextValue, decorate);
+    }
     if (isIntrospectionQuery(document, operation)) {
       this.introspectionOf.set(contextValue, payload.query);
     }

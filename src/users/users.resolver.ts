@@ -29,6 +29,13 @@ import { UsersService } from './users.service.js';
 import { UserAccountsService } from './user-accounts.service.js';
 import { UserBatchService } from './user-batch.service.js';
 
+/**
+ * `updateUser(id, name:)`, deprecated since 2026-11-29 (docs/changes.md): the same change as
+ * `input: { name }`, which is the one form that takes every field.
+ */
+const SHORT_UPDATE =
+  'Use `input: { name }` (UpdateUserInput): the same change, in the form that takes every field.';
+
 /** The service's sort field of a `UserOrderField`. */
 function sortFieldOf(field: UserOrderField): string {
   switch (field) {
@@ -200,7 +207,8 @@ export class UsersResolver {
   async updateUser(
     @Context() ctx: GqlContext,
     @Args('id', { type: () => ID }) id: string,
-    @Args('name', { type: () => String, nullable: true }) name?: string | null,
+    @Args('name', { type: () => String, nullable: true, deprecationReason: SHORT_UPDATE })
+    name?: string | null,
     @Args('input', { type: () => PatchUserInput, nullable: true }) input?: PatchUserInput | null,
   ): Promise<User> {
     if (((name ?? null) !== null) === Boolean(input)) {
