@@ -25,6 +25,9 @@
 //                       (80% of the app's req/s, evenly paced: bench/paced-load.mjs); the column
 //                       `CPU vs bare, same req/s` (bench/README.md)
 //   BENCH_FANOUT_SUBSCRIBERS, BENCH_FANOUT_RATE   fan-out scenario: subscribers (200), messages/s (50)
+// The `peer ...` scenarios run the conventional NestJS stack (bench/peer-server.mjs) over the app's
+// SQLite file; each round also times a fixed reference computation on the servers' CPU
+// (bench/reference.mjs), printed next to the bare handler's µs so a loaded machine shows.
 // See bench/README.md for how to read the table.
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
@@ -40,6 +43,7 @@ import { runFanout } from './fanout.mjs';
 import { pacedLoad } from './paced-load.mjs';
 import { seedUsersWithPosts } from './plumbing.mjs';
 import { oauthAccessToken } from './oauth-token.mjs';
+import { referenceTiming } from './reference.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_EMAIL = 'bench-admin@example.com';
@@ -202,6 +206,40 @@ function buildScenarios(ctx) {
       },
       check: graphqlCheck,
     },
+    // the conventional NestJS stack (bench/peer-server.mjs) over the same SQLite file, same requests
+    ...[
+      ['peer rest-get-user', 'rest-get-user-bearer', 'GET', userPath, undefined],
+      [
+        'peer gql user(id)',
+        'gql user(id)',
+        'POST',
+        '/graphql',
+        {
+          query: 'query($id: ID!) { user(id: $id) { id name email role createdAt } }',
+          variables: { id: ctx.userId },
+        },
+      ],
+      [
+        'peer gql 20 users with posts',
+        'gql 20 users with posts',
+        'POST',
+        '/graphql',
+        {
+          query:
+            '{ users(first: 20) { nodes { id name posts(first: 5) { totalCount nodes { id title } } } } }',
+        },
+      ],
+    ].map(([name, twin, method, path, body]) => ({
+      name,
+      twin,
+      target: 'peer',
+      pid: ctx.peerPid,
+      method,
+      url: `${ctx.peer}${path}`,
+      headers: { authorization: `Bearer ${ctx.token}` },
+      body,
+      check: body ? graphqlCheck : undefined,
+    })),
     // the rate limiter's cost: the same request on two more app instances, limiter on (counters in
     // Redis when REDIS_URL is set, else in process) and off (RATE_LIMIT_ENABLED=false)
     {
@@ -314,8 +352,19 @@ async function main() {
   }
 
   workDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
-  const { app, appProc, appEnv, appNodeArgs, token, apiKey, oauthToken, userId, userGet, peers } =
-    await startAppWithData('app', mainJs, pin);
+  const {
+    app,
+    appProc,
+    appEnv,
+    appNodeArgs,
+    appJwtPublicKey,
+    token,
+    apiKey,
+    oauthToken,
+    userId,
+    userGet,
+    peers,
+  } = await startAppWithData('app', mainJs, pin);
   // --compare <checkout>: the same app scenarios against another checkout's build, interleaved
   const compare = args.compare
     ? await startAppWithData('compare', join(resolve(args.compare), 'dist', 'main.js'), pin)
@@ -344,9 +393,33 @@ async function main() {
   }
   console.log(`bare server ready on ${bare}`);
 
+  const dummy = { app: '', bare: '', token: '', apiKey: '', userId: '' };
+  // --- the conventional stack over the app's SQLite file (bench/peer-server.mjs) -------------------
+  const peerUrls = {};
+  if (selectScenarios(buildScenarios(dummy)).some((s) => s.target === 'peer')) {
+    const port = await freePort();
+    const proc = startChild(
+      'peer',
+      [join(ROOT, 'bench', 'peer-server.mjs')],
+      {
+        ...process.env,
+        NODE_ENV: 'production',
+        PEER_PORT: String(port),
+        PEER_DATABASE: join(workDir, 'app.sqlite'),
+        PEER_JWT_PUBLIC_KEY: appJwtPublicKey,
+      },
+      pin?.server,
+    );
+    peerUrls.peer = `http://127.0.0.1:${port}`;
+    peerUrls.peerPid = proc.pid;
+    await waitReady(proc, `${peerUrls.peer}/health/ready`);
+    console.log(
+      `peer (NestJS on Express, TypeORM, passport-jwt, Apollo) ready on ${peerUrls.peer}`,
+    );
+  }
+
   // --- limiter on / off: same database, signing key and issuer, so the same token works ------------
   const limiterUrls = {};
-  const dummy = { app: '', bare: '', token: '', apiKey: '', userId: '' };
   if (selectScenarios(buildScenarios(dummy)).some((s) => s.target === 'limiter')) {
     for (const [name, enabled] of [
       ['limiterOn', 'true'],
@@ -380,6 +453,7 @@ async function main() {
     apiKey,
     oauthToken,
     userId,
+    ...peerUrls,
     ...limiterUrls,
   });
   if (args.list) {
@@ -429,6 +503,14 @@ async function main() {
       const row = await measure(scenario);
       if (scenario.baseline) {
         roundBase = row;
+        // the same fixed computation on the servers' CPU: a loaded machine shows here
+        const reference = referenceTiming(pin?.server);
+        row.referenceCpuUs = reference.cpuUs;
+        row.referenceWallUs = reference.wallUs;
+        console.log(
+          `  ${settings.rounds > 1 ? `round ${round + 1}: ` : ''}reference computation on the ` +
+            `servers' CPU: ${fmt(reference.cpuUs, 0)} µs CPU, ${fmt(reference.wallUs, 0)} µs wall`,
+        );
       }
       // this round's CPU per request over the bare handler's in the same round: a busy moment of a
       // shared machine inflates both, so the ratio of one round holds where the absolutes swing
@@ -462,6 +544,10 @@ async function main() {
       const ours = roundRows.get(scenario.name.replace(/ @compare$/, ''));
       if (scenario.name.endsWith(' @compare') && ours?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0) {
         ours.cpuVsCompare = ours.cpuUsPerReq / row.cpuUsPerReq; // this round, same conditions
+      }
+      const twin = scenario.twin && roundRows.get(scenario.twin);
+      if (twin?.cpuUsPerReq > 0 && row.cpuUsPerReq > 0) {
+        twin.peerOverOurs = row.cpuUsPerReq / twin.cpuUsPerReq; // this round, same conditions
       }
       measured.set(scenario.name, [...(measured.get(scenario.name) ?? []), row]);
       console.log(
@@ -504,6 +590,20 @@ async function main() {
     r.cpuRatio = typeof r.cpuRatio === 'number' && !r.fanout ? r.cpuRatio : null;
   }
   printTable(results);
+  const bareRow = results.find((r) => r.baseline);
+  if (typeof bareRow?.referenceCpuUs === 'number') {
+    console.log(
+      `bare handler ${fmt(bareRow.cpuUsPerReq, 1)} µs CPU/request; reference computation ` +
+        `${fmt(bareRow.referenceCpuUs, 0)} µs CPU, ${fmt(bareRow.referenceWallUs, 0)} µs wall ` +
+        `(medians; on a quiet machine wall ≈ CPU and the CPU figure stays put between runs)`,
+    );
+  }
+  for (const r of results.filter((row) => typeof row.peerOverOurs === 'number')) {
+    console.log(
+      `${r.scenario}: ${fmt(r.peerOverOurs, 2)}x cheaper than the conventional stack in server CPU ` +
+        `per request (median of ${settings.rounds} rounds' ratios)`,
+    );
+  }
   for (const r of results.filter((row) => typeof row.cpuVsCompare === 'number')) {
     console.log(
       `${r.scenario}: server CPU per request ${fmt((r.cpuVsCompare - 1) * 100, 1)}% against ` +
@@ -559,16 +659,15 @@ async function startAppWithData(name, mainJs, pin) {
   // --- the app under test -----------------------------------------------------------------------
   const appEnv = { ...process.env };
   delete appEnv.REDIS_URL;
+  // a signing key of ours: a second instance (fan-out) and the peer stack accept the app's tokens
+  const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  appEnv.JWT_PRIVATE_KEY = keys.privateKey.export({ type: 'pkcs8', format: 'pem' });
+  const appJwtPublicKey = keys.publicKey.export({ type: 'spki', format: 'pem' });
   if (settings.fanoutInstances === 2) {
     // the fan-out over two instances: both on one database and one Redis namespace
     Object.assign(appEnv, {
       REDIS_URL: process.env.REDIS_URL,
       REDIS_PREFIX: `atrium-bench-${name}-${appPort}:`,
-      // one signing key, so each instance accepts the other's tokens
-      JWT_PRIVATE_KEY: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
-        type: 'pkcs8',
-        format: 'pem',
-      }),
     });
   }
   Object.assign(appEnv, {
@@ -651,6 +750,7 @@ async function startAppWithData(name, mainJs, pin) {
     appProc,
     appEnv,
     appNodeArgs,
+    appJwtPublicKey,
     token,
     auth,
     userId,
@@ -706,6 +806,9 @@ function medianRow(rows) {
     sameRateCpu: median('sameRateCpu'),
     bareSameRateCpu: median('bareSameRateCpu'),
     cpuVsCompare: median('cpuVsCompare'),
+    peerOverOurs: median('peerOverOurs'),
+    referenceCpuUs: median('referenceCpuUs'),
+    referenceWallUs: median('referenceWallUs'),
     cpuRounds: rows.map((r) => r.cpuUsPerReq),
     total: sum('total'),
     non2xx: sum('non2xx'),
