@@ -84,6 +84,8 @@ export interface AppConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   graphqlIntrospection: boolean;
   graphqlDevelopment: boolean;
+  /** The schema is also an Apollo Federation 2 subgraph (docs/graphql.md "Federation"). */
+  graphqlFederation: boolean;
   dataDir: string;
   /** HTTP server timeouts and request-shape limits (docs/limits.md). */
   http: HttpLimitsConfig;
@@ -372,6 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel,
     graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION', true),
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
+    graphqlFederation: bool(env, 'GRAPHQL_FEDERATION', false),
     dataDir: env.DATA_DIR ?? 'data',
     http: loadHttpLimits(env),
     shutdown: loadShutdown(env),

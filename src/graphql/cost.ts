@@ -144,13 +144,19 @@ function introspectionSizes(schema: GraphQLSchema): Map<string, number> {
   return sizes;
 }
 
+/**
+ * How many items a list or paginated field stands for: first/last, else as many as Federation's
+ * `_entities(representations:)` is given (each one a `node(id)` lookup), else DEFAULT_LIMIT.
+ */
 function pageSize(args: Record<string, unknown>): number {
   const n =
     typeof args.first === 'number'
       ? args.first
       : typeof args.last === 'number'
         ? args.last
-        : DEFAULT_LIMIT;
+        : Array.isArray(args.representations)
+          ? args.representations.length
+          : DEFAULT_LIMIT;
   return Math.max(0, n);
 }
 

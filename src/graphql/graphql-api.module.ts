@@ -1,4 +1,7 @@
-import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+} from '@apollo/server/plugin/disabled';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Inject, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
@@ -16,12 +19,16 @@ import {
 } from './directives/directives.js';
 import { formatGraphqlError } from './format-error.js';
 import { GraphqlCoreModule } from './graphql-core.module.js';
+import { asSubgraph } from './federation/subgraph.js';
+import { PersistedQueriesModule } from './persisted/persisted-queries.module.js';
+import { PersistedQueryStore } from './persisted/apq-store.js';
 import { operationPolicyPlugin } from './graphql.plugins.js';
 import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { UpgradeRefusals } from './upgrade-refusals.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
+import { NodeRegistry } from './node.js';
 import { PlainResolvers } from './plain-resolvers.js';
 import { registerRequestLimits } from './request-limits.js';
 import { guardLargeFields } from './response-size.js';
@@ -40,6 +47,8 @@ function apolloOptions(
   config: AppConfig,
   contexts: GraphqlContextFactory,
   plain: PlainResolvers,
+  apq: PersistedQueryStore,
+  nodes: NodeRegistry,
 ): ApolloDriverConfig {
   return {
     path: GRAPHQL_PATH,
@@ -50,8 +59,14 @@ function apolloOptions(
       numberScalarMode: 'integer',
     },
     // the plain resolvers of hot fields first (plain-resolvers.ts), then @auth wraps the root fields
-    transformSchema: (schema) =>
-      guardLargeFields(authDirectiveTransformer(withAuthDirective(plain.apply(schema)))),
+    transformSchema: (schema) => {
+      const served = withAuthDirective(plain.apply(schema));
+      // GRAPHQL_FEDERATION: also an Apollo Federation 2 subgraph (federation/subgraph.ts)
+      const federated = config.graphqlFederation ? asSubgraph(served, nodes) : served;
+      return guardLargeFields(authDirectiveTransformer(federated));
+    },
+    // automatic persisted queries: in Redis when REDIS_URL is set (persisted/apq-store.ts)
+    persistedQueries: apq.apolloOption(),
     introspection: config.graphqlIntrospection,
     // no CDN page: @nestjs/apollo's GraphiQL loads from unpkg. `false` disables Apollo's own landing
     // page; in development our self-hosted GraphiQL (landing-page.ts) is the one landing page
@@ -71,6 +86,8 @@ function apolloOptions(
       // Cache-Control comes from each document's hints, worked out once per document
       // (cache-policy.ts) instead of Apollo's plugin, which hooks every field of every response
       ApolloServerPluginCacheControlDisabled(),
+      // a subgraph turns on Apollo's inline tracing, which hooks every field (no Studio reporting here)
+      ...(config.graphqlFederation ? [ApolloServerPluginInlineTraceDisabled()] : []),
       operationPolicyPlugin,
       ...(config.graphqlDevelopment ? [selfHostedGraphiql] : []),
     ],
@@ -90,8 +107,14 @@ function apolloOptions(
     GraphqlCoreModule,
     GraphQLModule.forRootAsync<ApolloDriverConfig>({
       driver: ApolloDriver,
-      imports: [GraphqlCoreModule],
-      inject: [APP_CONFIG, GraphqlContextFactory, PlainResolvers],
+      imports: [GraphqlCoreModule, PersistedQueriesModule],
+      inject: [
+        APP_CONFIG,
+        GraphqlContextFactory,
+        PlainResolvers,
+        PersistedQueryStore,
+        NodeRegistry,
+      ],
       useFactory: apolloOptions,
     }),
   ],
