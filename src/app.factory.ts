@@ -47,6 +47,7 @@ import {
   writeRateLimitHeaders,
 } from './rate-limit/rate-limit.service.js';
 import { registerRouteUrl, routeUrl } from './http/route-url.js';
+import { registerTraceHeaders } from './telemetry/http-trace.js';
 
 const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -107,6 +108,7 @@ export async function createApp(
     bodyShape: { maxDepth: limits.bodyMaxDepth, maxItems: limits.bodyMaxItems },
   };
   registerRouteUrl(fastify);
+  registerTraceHeaders(fastify);
   registerHttpHooks(adapter, httpHooks);
   // GraphQL over HTTP answers a refused body shape in its own error shape (still 400)
   fastify.addHook('onSend', (req, _reply, payload, done) => {

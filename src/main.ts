@@ -1,3 +1,5 @@
+// first: the tracing SDK patches the instrumented libraries as they load (docs/operations.md)
+import './telemetry/preload.js';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory.js';

@@ -9,6 +9,8 @@ import { MetricsService, type PoolUsage } from '../metrics/metrics.service.js';
 import { rowObjects } from './sqlite-rows.js';
 import { SqliteStatementCache, type SqliteConnection } from './sqlite-statements.js';
 import { queryTimer } from './query-timer.js';
+import { sqliteStatementSpans } from './statement-spans.js';
+import { endSqlSpan, startSqliteSpan, tracingEnabled } from '../telemetry/tracing.js';
 
 type AfterCommit = () => void | Promise<void>;
 
@@ -113,6 +115,10 @@ export class DatabaseService {
     this.statementCache = config?.sqliteStatementCache ?? true;
     if (this.dialect === 'sqlite') {
       this.gateTypeormRunner();
+      // PostgreSQL's statements are traced by the `pg` instrumentation (docs/operations.md)
+      if (tracingEnabled()) {
+        this.dataSource.subscribers.push(sqliteStatementSpans());
+      }
     }
     if (metrics) {
       this.instrument(metrics);
@@ -232,6 +238,7 @@ export class DatabaseService {
     // from here on synchronous: nothing else can run on the connection until the statement is done
     this.dataSource.logger.logQuery(sql, values);
     const started = performance.now();
+    const span = startSqliteSpan(sql);
     try {
       this.statements ??= new SqliteStatementCache(
         typeormSqliteConnection<SqliteConnection>(this.dataSource.driver),
@@ -244,9 +251,11 @@ export class DatabaseService {
         statement.run(...values);
       }
       this.metrics?.recordQuery((performance.now() - started) / 1000, true);
+      endSqlSpan(span);
       return rows;
     } catch (err) {
       this.metrics?.recordQuery((performance.now() - started) / 1000, false);
+      endSqlSpan(span, err);
       throw new QueryFailedError(sql, values, err as Error);
     }
   }

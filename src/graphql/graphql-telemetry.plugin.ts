@@ -9,6 +9,7 @@ import type { OperationDefinitionNode } from 'graphql';
 import { noteOperation } from '../http/logging.js';
 import { MetricsService, type GraphqlOutcome } from '../metrics/metrics.service.js';
 import type { GqlContext } from './context.js';
+import { recordGraphqlOperation } from '../telemetry/tracing.js';
 
 /** How a result ended (see `GraphqlOutcome`). */
 export function outcomeOf(result: { data?: unknown; errors?: readonly unknown[] }): GraphqlOutcome {
@@ -28,11 +29,18 @@ export function operationName(operation: OperationDefinitionNode | undefined | n
   return operation ? (operation.name?.value ?? 'anonymous') : 'unknown';
 }
 
+/** The computed cost as span attributes (docs/operations.md, "Traces"). */
+function costAttributes(cost: GqlContext['cost']): Record<string, number> {
+  return cost
+    ? { 'atrium.graphql.cost.requested': cost.requested, 'atrium.graphql.cost.limit': cost.limit }
+    : {};
+}
+
 /**
  * GraphQL over HTTP, per operation: `atrium_graphql_operations_total`, its duration and cost
  * (docs/operations.md), and the operation's name and type on the request's log line. Requests
  * refused before Apollo starts an operation (invalid credentials, a body over the limits) are
- * only in the HTTP metrics and the request log. Over WebSocket, GraphqlWsServer records the same.
+ * only in the HTTP metrics and the request log. With tracing on, a span per operation. Over WebSocket, GraphqlWsServer records the same.
  */
 @Plugin()
 export class GraphqlTelemetryPlugin implements ApolloServerPlugin<GqlContext> {
@@ -53,6 +61,7 @@ export class GraphqlTelemetryPlugin implements ApolloServerPlugin<GqlContext> {
           noteOperation(req, name, type);
         }
         const outcome = body.kind === 'single' ? outcomeOf(body.singleResult) : 'ok';
+        recordGraphqlOperation(name, type, started, costAttributes(rc.contextValue.cost), outcome !== 'ok');
         metrics.recordOperation(
           'http',
           type,

@@ -9,9 +9,16 @@ import {
   type ErrorCode,
   type ErrorDetail,
 } from '../common/errors.js';
+import { activeTraceId } from '../telemetry/tracing.js';
 
 interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: ErrorDetail[]; request_id?: string };
+  error: {
+    code: ErrorCode;
+    message: string;
+    details?: ErrorDetail[];
+    request_id?: string;
+    trace_id?: string;
+  };
 }
 
 /** Fastify's own errors (body parsing, limits) by their code. */
@@ -84,6 +91,10 @@ export function sendError(reply: FastifyReply, err: DomainError, requestId?: str
   }
   if (status >= 500 && requestId) {
     body.error.request_id = requestId;
+  }
+  const traceId = activeTraceId();
+  if (traceId !== undefined) {
+    body.error.trace_id = traceId;
   }
   if (status === 401) {
     void reply.header('WWW-Authenticate', WWW_AUTHENTICATE);

@@ -7,6 +7,7 @@ import {
 } from 'fastify';
 import { pino, type ChildLoggerOptions, type DestinationStream, type Logger } from 'pino';
 import type { AppConfig } from '../config/config.js';
+import { traceLogFields, tracingEnabled } from '../telemetry/tracing.js';
 
 const API_KEY_PARAM = /api_key=/i;
 
@@ -81,6 +82,8 @@ export function createRootLogger(config: AppConfig, destination?: DestinationStr
       },
       // database errors carry their statement's parameters: serialized without them
       serializers: { err: serializeError },
+      // with tracing on, a line written inside a trace names it (docs/operations.md, "Traces")
+      mixin: tracingEnabled() ? () => traceLogFields() ?? {} : undefined,
       // buffered, asynchronous writes: a synchronous write per line cost ~50 µs per request
     },
     destination ?? pino.destination({ dest: 1, sync: false }),

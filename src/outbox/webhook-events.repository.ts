@@ -13,9 +13,11 @@ export interface WebhookEventRow {
   payload: string;
   created_at: string;
   dispatched_at: string | null;
+  /** W3C `traceparent` of the request that made the change, when it was traced. */
+  traceparent: string | null;
 }
 
-const COLUMNS = 'id, type, user_id, payload, created_at, dispatched_at';
+const COLUMNS = 'id, type, user_id, payload, created_at, dispatched_at, traceparent';
 
 /** The outbox (`webhook_events`): written in the transaction of each change, fanned out afterwards. */
 @Injectable()
@@ -28,8 +30,16 @@ export class WebhookEventsRepository {
 
   async insert(manager: EntityManager, row: WebhookEventRow): Promise<void> {
     await manager.query(
-      `INSERT INTO webhook_events (${COLUMNS}) VALUES (${[1, 2, 3, 4, 5, 6].map((n) => this.p(n)).join(', ')})`,
-      [row.id, row.type, row.user_id, row.payload, row.created_at, row.dispatched_at],
+      `INSERT INTO webhook_events (${COLUMNS}) VALUES (${[1, 2, 3, 4, 5, 6, 7].map((n) => this.p(n)).join(', ')})`,
+      [
+        row.id,
+        row.type,
+        row.user_id,
+        row.payload,
+        row.created_at,
+        row.dispatched_at,
+        row.traceparent,
+      ],
     );
   }
 

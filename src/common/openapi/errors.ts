@@ -67,6 +67,12 @@ function envelope(
             type: 'string',
             description: 'On 5xx answers: the `X-Request-Id` to quote when reporting it.',
           },
+          trace_id: {
+            type: 'string',
+            pattern: '^[0-9a-f]{32}$',
+            description:
+              'When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header).',
+          },
         },
       },
     },

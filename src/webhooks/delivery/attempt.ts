@@ -12,6 +12,7 @@ import { resolveWebhookUrl, UrlRefused, type AllowedHosts } from '../webhook-url
 import type { OutcomeWriter } from './outcome-writer.js';
 import { partnerScopes } from './partner-scopes.js';
 import { deliveryRequest } from './payload.js';
+import { injectTraceContext, inStoredTrace, markSpanFailed } from '../../telemetry/tracing.js';
 
 /** A claimed attempt with what it needs: its endpoint and event (null when gone). */
 export interface ClaimedAttempt {
@@ -73,18 +74,49 @@ export class DeliveryAttempt {
     const { body, headers } = deliveryRequest(endpoint, event, scopes, now());
     let result: AttemptResult;
     let outcome: DeliveryOutcome;
-    try {
-      const target = await resolveWebhookUrl(endpoint.url, this.allowed);
-      const sent = await this.sender.send(target, headers, body);
-      result = { statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error };
-      outcome = outcomeOf(sent);
-    } catch (err) {
-      if (!(err instanceof UrlRefused)) {
-        throw err;
-      }
-      result = { statusCode: null, durationMs: 0, error: `refused: the URL ${err.message}` };
-      outcome = 'refused';
-    }
+    // a client span in the trace of the change that produced the event, however late this attempt
+    // is; the receiver gets its `traceparent` (docs/webhooks.md)
+    const attributes = {
+      'http.request.method': 'POST',
+      'atrium.webhook.endpoint_id': endpoint.id,
+      'atrium.webhook.delivery_id': row.id,
+      'atrium.webhook.event_type': event.type,
+      'atrium.webhook.attempt': Number(row.attempts) + 1,
+    };
+    [result, outcome] = await inStoredTrace(
+      `POST webhook ${event.type}`,
+      'client',
+      [event.traceparent],
+      attributes,
+      async (span): Promise<[AttemptResult, DeliveryOutcome]> => {
+        try {
+          const target = await resolveWebhookUrl(endpoint.url, this.allowed);
+          injectTraceContext(headers);
+          span?.setAttribute('url.full', target.url.href);
+          const sent = await this.sender.send(target, headers, body);
+          if (sent.statusCode !== null) {
+            span?.setAttribute('http.response.status_code', sent.statusCode);
+          }
+          const attempt = outcomeOf(sent);
+          if (attempt !== 'succeeded') {
+            markSpanFailed(span, sent.error ?? `HTTP ${sent.statusCode}`);
+          }
+          return [
+            { statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error },
+            attempt,
+          ];
+        } catch (err) {
+          if (!(err instanceof UrlRefused)) {
+            throw err;
+          }
+          markSpanFailed(span, 'refused');
+          return [
+            { statusCode: null, durationMs: 0, error: `refused: the URL ${err.message}` },
+            'refused',
+          ];
+        }
+      },
+    );
     this.metrics.record(outcome, result.durationMs / 1000);
     this.writer.record({ row, endpoint, result, outcome, at: now() });
   }

@@ -1,6 +1,10 @@
 import type { OAuthArtifactsRepository } from '../../identity/oauth-artifacts.repository.js';
 import type { DatabaseService } from '../../database/database.service.js';
-import type { WebhookEventsRepository } from '../../outbox/webhook-events.repository.js';
+import type {
+  WebhookEventRow,
+  WebhookEventsRepository,
+} from '../../outbox/webhook-events.repository.js';
+import { inStoredTrace } from '../../telemetry/tracing.js';
 import {
   pendingDelivery,
   type WebhookDeliveriesRepository,
@@ -29,6 +33,17 @@ export class WebhookFanOut {
     if (events.length === 0) {
       return 0;
     }
+    // one span per batch: in the trace of the change when the batch holds one, else linked to each
+    return inStoredTrace(
+      'webhook fan-out',
+      'internal',
+      events.map((e) => e.traceparent),
+      { 'atrium.webhook.events': events.length },
+      () => this.fanOutBatch(events),
+    );
+  }
+
+  private async fanOutBatch(events: WebhookEventRow[]): Promise<number> {
     const endpoints = (await this.endpoints.active()).map((endpoint) => ({
       endpoint,
       types: new Set(JSON.parse(endpoint.events) as string[]),

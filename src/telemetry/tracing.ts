@@ -1,0 +1,192 @@
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type TimeInput,
+} from '@opentelemetry/api';
+
+/**
+ * The application's side of tracing (docs/operations.md, "Traces"). Everything here is a no-op
+ * returning undefined until src/telemetry/preload.ts started the SDK (an OTLP endpoint is set):
+ * callers test the result, so without an endpoint no span object is made on any path.
+ */
+let enabled = false;
+
+/** Called once by the preload, after the SDK started. */
+export function markTracingStarted(): void {
+  enabled = true;
+}
+
+export function tracingEnabled(): boolean {
+  return enabled;
+}
+
+const TRACER = 'atrium';
+
+/** The trace and span of the active span, as log fields; undefined outside a trace. */
+export function traceLogFields(): { trace_id: string; span_id: string } | undefined {
+  const span = trace.getActiveSpan();
+  if (span === undefined) {
+    return undefined;
+  }
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
+/** The active trace's id (the error envelope's `trace_id`); undefined outside a trace. */
+export function activeTraceId(): string | undefined {
+  return enabled ? trace.getActiveSpan()?.spanContext().traceId : undefined;
+}
+
+/** W3C `traceparent` (and `tracestate`) of the active span, written into `carrier`. */
+export function injectTraceContext(carrier: Record<string, string>, ctx?: Context): void {
+  if (enabled) {
+    propagation.inject(ctx ?? context.active(), carrier);
+  }
+}
+
+/** The active span's `traceparent`, kept with work done later (a webhook event's deliveries). */
+export function activeTraceparent(): string | null {
+  if (!enabled || trace.getActiveSpan() === undefined) {
+    return null;
+  }
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ?? null;
+}
+
+/** The context a stored `traceparent` names (a root context when there is none). */
+function contextOf(traceparent: string | null | undefined): Context {
+  return traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
+}
+
+/** A link to the span a stored `traceparent` names, when it is valid. */
+function linkTo(traceparent: string | null | undefined): Link | undefined {
+  const spanContext = trace.getSpanContext(contextOf(traceparent));
+  return spanContext ? { context: spanContext } : undefined;
+}
+
+/**
+ * The active server span (made by the HTTP instrumentation) named for its route pattern
+ * (`GET /api/v1/users/:id`, with `http.route`), as OpenTelemetry's HTTP conventions name it.
+ */
+export function nameServerSpan(method: string, route: string | undefined): void {
+  if (!enabled || route === undefined) {
+    return;
+  }
+  const span = trace.getActiveSpan();
+  if (span !== undefined) {
+    span.setAttribute('http.route', route);
+    span.updateName(`${method} ${route}`);
+  }
+}
+
+const SQL_VERB = /^\s*([A-Za-z]+)/;
+
+/**
+ * A span for one SQLite statement run by the application's database door (PostgreSQL's come from
+ * the `pg` instrumentation): the statement text with its `?` placeholders, never the values. Made
+ * only inside a trace (a request, a webhook fan-out or attempt).
+ */
+export function startSqliteSpan(sql: string): Span | undefined {
+  // only inside a trace: the background loops (outbox polling, purges) would each start one
+  if (!enabled || trace.getActiveSpan() === undefined) {
+    return undefined;
+  }
+  const operation = (SQL_VERB.exec(sql)?.[1] ?? 'SQL').toUpperCase();
+  return trace.getTracer(TRACER).startSpan(`${operation} sqlite`, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      'db.system': 'sqlite',
+      'db.system.name': 'sqlite',
+      'db.operation.name': operation,
+      'db.statement': sql,
+      'db.query.text': sql,
+    },
+  });
+}
+
+/** Marks a span failed (an attempt the receiver did not accept). */
+export function markSpanFailed(span: Span | undefined, message: string): void {
+  span?.setStatus({ code: SpanStatusCode.ERROR, message });
+}
+
+/** Ends a statement's span, marked failed when it threw. */
+export function endSqlSpan(span: Span | undefined, error?: unknown): void {
+  if (span === undefined) {
+    return;
+  }
+  if (error !== undefined) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+  }
+  span.end();
+}
+
+/**
+ * One span for a GraphQL operation, written when its answer is sent (started when the request
+ * began): `graphql.operation.name`, `graphql.operation.type` and the computed cost.
+ */
+export function recordGraphqlOperation(
+  name: string,
+  type: string,
+  started: TimeInput,
+  attributes: Attributes,
+  failed: boolean,
+): void {
+  if (!enabled) {
+    return;
+  }
+  const span = trace.getTracer(TRACER).startSpan(`${type} ${name}`, {
+    kind: SpanKind.INTERNAL,
+    startTime: started,
+    attributes: {
+      'graphql.operation.name': name,
+      'graphql.operation.type': type,
+      ...attributes,
+    },
+  });
+  if (failed) {
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+}
+
+/**
+ * Runs `work` in a span whose parent is the span a stored `traceparent` names (the change that
+ * produced a webhook event), or, for a batch of several traces, in a new trace linked to each.
+ */
+export async function inStoredTrace<T>(
+  name: string,
+  kind: 'client' | 'internal',
+  traceparents: readonly (string | null)[],
+  attributes: Attributes,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  if (!enabled) {
+    return work(undefined);
+  }
+  const distinct = [...new Set(traceparents.filter((t): t is string => t !== null))];
+  const traces = new Set(distinct.map((t) => t.split('-')[1]));
+  const parent = traces.size === 1 ? contextOf(distinct[0]) : ROOT_CONTEXT;
+  const links = traces.size > 1 ? distinct.map(linkTo).filter((l) => l !== undefined) : [];
+  const span = trace.getTracer(TRACER).startSpan(
+    name,
+    { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links },
+    parent,
+  );
+  try {
+    return await context.with(trace.setSpan(parent, span), () => work(span));
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
