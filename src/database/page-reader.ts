@@ -97,12 +97,12 @@ function valueOf<R>(page: ListPage<R>, query: ListQuery): PageValue<R> {
     pageInfo: {
       hasNextPage: page.next !== null,
       hasPreviousPage: query.cursor !== undefined || page.meta.page !== 1,
+      // one cursor each, not the edges': a REST page reads only `next` (its last row's cursor)
       get startCursor() {
-        return edgesOf()[0]?.cursor ?? null;
+        return page.rows.length > 0 ? page.cursorAt(0) : null;
       },
       get endCursor() {
-        const all = edgesOf();
-        return all[all.length - 1]?.cursor ?? null;
+        return page.next ?? (page.rows.length > 0 ? page.cursorAt(page.rows.length - 1) : null);
       },
     },
     totalCount: page.meta.total,
