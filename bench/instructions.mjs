@@ -43,7 +43,10 @@ export async function runInstructions({ root, compare }) {
     const bare = await startBare(root, workDir, stops);
     const rows = [];
     const barePath = '/api/v1/users/usr_bench';
-    rows.push({ name: 'bare', ...(await count(bare, { method: 'GET', path: barePath })) });
+    rows.push({
+      name: 'bare',
+      ...(await count(bare, { name: 'bare', method: 'GET', path: barePath })),
+    });
     for (const [label, checkout] of [['', root], ...(compare ? [[' @compare', compare]] : [])]) {
       const app = await startApp(resolve(checkout), workDir, stops, label);
       const auth = { authorization: `Bearer ${app.token}` };

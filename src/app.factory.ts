@@ -31,7 +31,12 @@ import {
   requestChildLogger,
   RequestLogController,
 } from './http/logging.js';
-import { SECURITY_HEADER_OPTIONS, staticSecurityHeaders } from './http/security-headers.js';
+import {
+  SECURITY_HEADER_OPTIONS,
+  addPageHeaders,
+  apiSecurityHeaders,
+  staticSecurityHeaders,
+} from './http/security-headers.js';
 import { ShutdownState } from './http/shutdown.js';
 import { validationPipe } from './common/validation.js';
 import type { AppConfig } from './config/config.js';
@@ -76,7 +81,9 @@ export async function createApp(
   options: CreateAppOptions = {},
 ): Promise<NestFastifyApplication> {
   const logger = createRootLogger(config, options.logDestination);
-  const securityHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
+  // helmet's full set for HTML pages; every other answer gets the API set (docs/contract.md)
+  const pageHeaders = staticSecurityHeaders(SECURITY_HEADER_OPTIONS);
+  const securityHeaders = apiSecurityHeaders(pageHeaders);
   const limits = config.http;
   const adapter = new FastifyAdapter({
     // Timeouts (docs/limits.md). Node checks the header and request timeouts on an interval (30 s by
@@ -208,6 +215,7 @@ export async function createApp(
     void reply.headers(securityHeaders);
     done();
   });
+  fastify.addHook('onSend', addPageHeaders(pageHeaders));
 
   const document = SwaggerModule.createDocument(
     app,

@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'order.status_changed',
   'admin.removal_refused',
   'admin.promoted_at_boot',
+  'graphql.trusted_documents_replaced',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

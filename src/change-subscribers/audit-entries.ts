@@ -192,6 +192,15 @@ export function auditEntries(change: Change): AuditEntry[] {
           changes: { active: [true, false], disabled_reason: [null, change.reason] },
         },
       ];
+    case 'graphql.trusted_documents_replaced':
+      return [
+        {
+          actor: change.actor,
+          action: 'graphql.trusted_documents_replaced',
+          target: { type: 'graphql_trusted_documents', id: String(change.version) },
+          changes: { operations: change.operations },
+        },
+      ];
     case 'order.created':
     case 'post.created':
     case 'post.updated':

@@ -107,4 +107,15 @@ export type Change =
       actor: Caller;
     }
   /** The service turned an endpoint off (410 Gone, or failing too long). */
-  | { type: 'webhook.disabled'; endpointId: string; reason: string; actor: 'system' };
+  | { type: 'webhook.disabled'; endpointId: string; reason: string; actor: 'system' }
+  // ---- GraphQL trusted documents ----
+  /**
+   * The trusted documents manifest replaced: by an ADMIN (PUT), or at boot from a new
+   * GRAPHQL_TRUSTED_DOCUMENTS file (`system`). `operations`: how many it listed, before and after.
+   */
+  | {
+      type: 'graphql.trusted_documents_replaced';
+      version: number;
+      operations: [number | null, number];
+      actor: Caller | 'system';
+    };

@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  resolvedHistogramSeries,
   oidcProviderStorage,
   replaceClientSecretComparison,
   typeormPgPool,
@@ -131,5 +133,55 @@ describe('oidc-provider: its request context storage and client secret compariso
       ['stored:letmein', 'letmein'],
       ['stored:letmein', 'stored:letmein'],
     ]);
+  });
+});
+
+describe('prom-client: a histogram keeps each label set in hashMap, its bounds in upperBounds', () => {
+  const histogramIn = (registry: Registry) =>
+    new Histogram({
+      name: 'atrium_test_seconds',
+      help: 'test',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.01, 0.1, 1],
+      registers: [registry],
+    });
+  const values = [0.0005, 0.001, 0.004, 0.05, 0.2, 3, 0, 0.01, 7.5];
+
+  it('a resolved series records what the labelled child records, reset included', async () => {
+    const ours = new Registry();
+    const theirs = new Registry();
+    const resolved = histogramIn(ours);
+    const plain = histogramIn(theirs);
+    const labels = { method: 'GET', route: '/api/v1/users/:id', status: '200' };
+    const observe = resolvedHistogramSeries(resolved, labels);
+    const other = resolvedHistogramSeries(resolved, { ...labels, status: '404' });
+    for (const v of values) {
+      observe(v);
+      plain.labels(labels).observe(v);
+    }
+    other(0.02);
+    plain.labels({ ...labels, status: '404' }).observe(0.02);
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    expect(await ours.metrics()).toContain(
+      'atrium_test_seconds_count{method="GET",route="/api/v1/users/:id",status="200"} 9',
+    );
+
+    resolved.reset();
+    plain.reset();
+    observe(0.3);
+    observe(0.003);
+    plain.labels(labels).observe(0.3);
+    plain.labels(labels).observe(0.003);
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+  });
+
+  it('refuses a value that is not a number as prom-client does', () => {
+    const observe = resolvedHistogramSeries(histogramIn(new Registry()), {
+      method: 'GET',
+      route: '/',
+      status: '200',
+    });
+    observe(1);
+    expect(() => observe(Number.NaN)).toThrow(/not a valid number/);
   });
 });

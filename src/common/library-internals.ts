@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
+import type { Histogram } from 'prom-client';
 import type { Driver } from 'typeorm';
 
 /**
@@ -11,7 +12,7 @@ import type { Driver } from 'typeorm';
  * refuses computed imports). Each reach-in has a reason (the line above it), a check at boot or a
  * safe fallback, and a test in library-internals.spec.ts that fails when an upgrade moves what it
  * reads: run `npx vitest run src/common/library-internals.spec.ts` after upgrading
- * @nestjs/platform-fastify, typeorm, pg or oidc-provider.
+ * @nestjs/platform-fastify, typeorm, pg, oidc-provider or prom-client.
  */
 
 // ---- @nestjs/platform-fastify ------------------------------------------------------------------
@@ -102,5 +103,61 @@ export function replaceClientSecretComparison(
 ): void {
   provider.Client.prototype.compareClientSecret = function compareClientSecret(presented: string) {
     return compare(this.clientSecret, presented);
+  };
+}
+
+// ---- prom-client -------------------------------------------------------------------------------
+
+/** prom-client's record of one label set of a histogram (`Histogram#hashMap` values). */
+interface HistogramValues {
+  labels: Record<string, string>;
+  bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+
+interface HistogramInternals {
+  hashMap: Record<string, HistogramValues>;
+  upperBounds: number[];
+}
+
+/**
+ * `observe(seconds)` of one label set of `histogram`, resolved once: prom-client's labelled child
+ * validates and hashes the labels on every observation (~3 % of a REST GET). The first observation
+ * goes through the public child, which creates prom-client's record of the label set; later ones
+ * add to that record as prom-client's own `observe` does (sum, count, the first bucket whose bound
+ * holds the value). A `reset()` of the histogram (a new record map) is noticed and the label set
+ * resolved again. Throws when the histogram has no `hashMap`/`upperBounds` (a changed prom-client).
+ */
+export function resolvedHistogramSeries(
+  histogram: Histogram<string>,
+  labels: Record<string, string>,
+): (value: number) => void {
+  const internals = histogram as unknown as HistogramInternals;
+  if (typeof internals.hashMap !== 'object' || !Array.isArray(internals.upperBounds)) {
+    throw new Error(
+      'resolvedHistogramSeries: prom-client Histogram has no hashMap/upperBounds (did prom-client change?)',
+    );
+  }
+  const child = histogram.labels(labels);
+  const bounds = internals.upperBounds;
+  let map: HistogramInternals['hashMap'] | undefined;
+  let values: HistogramValues | undefined;
+  const names = Object.keys(labels);
+  return (value: number) => {
+    if (values === undefined || map !== internals.hashMap || !Number.isFinite(value)) {
+      child.observe(value);
+      map = internals.hashMap;
+      values = Object.values(map).find((v) => names.every((n) => v.labels[n] === labels[n]));
+      return;
+    }
+    values.sum += value;
+    values.count += 1;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= bounds[i]) {
+        values.bucketValues[bounds[i]] += 1;
+        break;
+      }
+    }
   };
 }

@@ -84,6 +84,8 @@ export interface AppConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   graphqlIntrospection: boolean;
   graphqlDevelopment: boolean;
+  /** Queries and mutations over HTTP run compiled by graphql-jit (src/graphql/execution/). */
+  graphqlCompiledExecution: boolean;
   /** The schema is also an Apollo Federation 2 subgraph (docs/graphql.md "Federation"). */
   graphqlFederation: boolean;
   dataDir: string;
@@ -374,6 +376,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel,
     graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION', true),
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
+    graphqlCompiledExecution: bool(env, 'GRAPHQL_COMPILED_EXECUTION', true),
     graphqlFederation: bool(env, 'GRAPHQL_FEDERATION', false),
     dataDir: env.DATA_DIR ?? 'data',
     http: loadHttpLimits(env),

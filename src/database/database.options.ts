@@ -21,6 +21,7 @@ import { OrderRangeCounts1764500000000 } from './migrations/1764500000000-order-
 import { AuditCounts1764500000001 } from './migrations/1764500000001-audit-counts.js';
 import { SearchIndexWhole1764600000010 } from './migrations/1764600000010-search-index-whole.js';
 import { DeprecationUsage1764700000000 } from './migrations/1764700000000-deprecation-usage.js';
+import { GraphqlTrustedDocuments1764900000000 } from './migrations/1764900000000-graphql-trusted-documents.js';
 import { WebhookEventTraceparent1764800000035 } from './migrations/1764800000035-webhook-event-traceparent.js';
 
 const MIGRATIONS = [
@@ -42,6 +43,7 @@ const MIGRATIONS = [
   SearchIndexWhole1764600000010,
   DeprecationUsage1764700000000,
   WebhookEventTraceparent1764800000035,
+  GraphqlTrustedDocuments1764900000000,
 ];
 
 /** TypeORM options for the configured database; migrations run at boot, never `synchronize`. */

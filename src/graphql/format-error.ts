@@ -27,6 +27,8 @@ type ApolloRequestCode =
   | 'BAD_REQUEST'
   | 'PERSISTED_QUERY_NOT_FOUND'
   | 'PERSISTED_QUERY_NOT_SUPPORTED'
+  /** Trusted documents in `enforce` mode: a first-party free text not in the manifest. */
+  | 'PERSISTED_QUERY_NOT_LISTED'
   | 'OPERATION_RESOLUTION_FAILURE';
 
 const APOLLO_REQUEST_CODES = new Set<string>([
@@ -35,6 +37,7 @@ const APOLLO_REQUEST_CODES = new Set<string>([
   'BAD_REQUEST',
   'PERSISTED_QUERY_NOT_FOUND',
   'PERSISTED_QUERY_NOT_SUPPORTED',
+  'PERSISTED_QUERY_NOT_LISTED',
   'OPERATION_RESOLUTION_FAILURE',
 ] satisfies ApolloRequestCode[]);
 

@@ -2,7 +2,7 @@ import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
 } from '@apollo/server/plugin/disabled';
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import type { ApolloDriverConfig } from '@nestjs/apollo';
 import { Inject, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { GraphQLModule } from '@nestjs/graphql';
@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { depthLimitRule } from './depth-limit.rule.js';
+import { CompiledApolloDriver, type CompiledDriverConfig } from './execution/compiled-driver.js';
 import { DOCUMENT_LIMITS, MAX_VALIDATION_ERRORS } from './document-limits.js';
 import { authDirectiveTransformer } from './directives/auth.directive.js';
 import {
@@ -49,8 +50,10 @@ function apolloOptions(
   plain: PlainResolvers,
   apq: PersistedQueryStore,
   nodes: NodeRegistry,
-): ApolloDriverConfig {
+): CompiledDriverConfig {
   return {
+    // graphql-jit behind Apollo's executor interface (src/graphql/execution/, docs/performance.md)
+    compiledExecution: config.graphqlCompiledExecution,
     path: GRAPHQL_PATH,
     autoSchemaFile: true,
     sortSchema: true,
@@ -106,7 +109,7 @@ function apolloOptions(
   imports: [
     GraphqlCoreModule,
     GraphQLModule.forRootAsync<ApolloDriverConfig>({
-      driver: ApolloDriver,
+      driver: CompiledApolloDriver,
       imports: [GraphqlCoreModule, PersistedQueriesModule],
       inject: [
         APP_CONFIG,

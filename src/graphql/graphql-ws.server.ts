@@ -41,6 +41,7 @@ import { CLOSE_CREDENTIALS_LAPSED, CurrentRights, SocketCaller } from './current
 import { depthLimitRule } from './depth-limit.rule.js';
 import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
 import { operationGate } from './operation-gate.js';
+import { TrustedDocumentsPlugin } from './persisted/trusted-documents.plugin.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
 import { MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, responseTooLarge } from './response-size.js';
 import { sharedPayload } from './shared-event-bytes.js';
@@ -132,6 +133,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly shutdown: ShutdownState,
     private readonly metrics: MetricsService,
     private readonly refusals: UpgradeRefusals,
+    private readonly trustedDocuments: TrustedDocumentsPlugin,
     private readonly hooks: WsOperationHooks,
   ) {
     this.onUpgrade = upgradeHandler({
@@ -323,6 +325,16 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           extensions: { code: 'OPERATION_RESOLUTION_FAILURE' },
         }),
       ];
+    }
+    // trusted documents, as over HTTP (persisted/trusted-documents.plugin.ts)
+    const untrusted = this.trustedDocuments.refusal({
+      caller,
+      source: payload.query,
+      document,
+      operation,
+    });
+    if (untrusted) {
+      return [untrusted];
     }
     // the checks an HTTP operation passes too (operation-gate.ts)
     const gate = operationGate({

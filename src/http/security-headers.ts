@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 
 /**
@@ -58,3 +59,54 @@ export const SECURITY_HEADER_OPTIONS: HelmetOptions = {
   },
   crossOriginEmbedderPolicy: false,
 };
+
+/**
+ * The headers of every answer that is not an HTML page (JSON, NDJSON, text, scripts): the OWASP REST
+ * Security Cheat Sheet's set for APIs (Content-Type is each answer's own), helmet's HSTS. The document-only headers
+ * (COOP, CORP, Origin-Agent-Cluster, Referrer-Policy, X-DNS-Prefetch-Control, X-Download-Options,
+ * X-Permitted-Cross-Domain-Policies, X-XSS-Protection) mean nothing to a client reading JSON; HTML pages
+ * get helmet's full set (`addPageHeaders`). Names are lower case, as Fastify stores them
+ * (docs/contract.md "Security headers", docs/performance.md).
+ */
+export function apiSecurityHeaders(page: Record<string, string>): Record<string, string> {
+  const hsts = page['Strict-Transport-Security'];
+  if (hsts === undefined) {
+    throw new Error('helmet computed no Strict-Transport-Security header');
+  }
+  return {
+    // a route that may be cached says so itself (GET: `private, no-cache` with its ETag)
+    'cache-control': 'no-store',
+    'content-security-policy': API_CSP,
+    'strict-transport-security': hsts,
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+  };
+}
+
+const API_CSP = "frame-ancestors 'none'";
+
+/**
+ * An `onSend` hook: an HTML answer gets helmet's full set (`page`) over the API set written at the
+ * start of every request. A page that wrote its own Content-Security-Policy (the GraphQL IDE, the
+ * OAuth pages) keeps it and its X-Frame-Options, and gets the headers it lacks.
+ */
+export function addPageHeaders(page: Record<string, string>) {
+  const entries = Object.entries(page).map(([name, value]) => [name.toLowerCase(), value] as const);
+  return (
+    _req: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (err: null, payload: unknown) => void,
+  ): void => {
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('text/html')) {
+      const ownPolicy = reply.getHeader('content-security-policy') !== API_CSP;
+      for (const [name, value] of entries) {
+        if (!ownPolicy || reply.getHeader(name) === undefined) {
+          void reply.header(name, value);
+        }
+      }
+    }
+    done(null, payload);
+  };
+}

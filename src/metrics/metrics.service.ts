@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { resolvedHistogramSeries } from '../common/library-internals.js';
 import { BoundedLabel } from './bounded-label.js';
 
 /** Seconds buckets for request-shaped work (1 ms … 10 s). */
@@ -215,8 +216,11 @@ export class MetricsService {
   private poolReader?: () => PoolUsage | undefined;
   private readonly operationSeries = new Map<string, OperationSeries>();
   private readonly decisionSeries = new Map<string, CounterSeries>();
-  /** httpDuration's series by method, route pattern and status (a bounded set: patterns, not paths). */
-  private readonly httpSeries = new Map<string, HistogramSeries>();
+  /**
+   * httpDuration's series by method, then route pattern, then status (a bounded set: patterns, not
+   * paths), each resolved once (resolvedHistogramSeries): no label string or hash per request.
+   */
+  private readonly httpSeries = new Map<string, Map<string, Map<number, (s: number) => void>>>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'atrium_' });
@@ -265,13 +269,26 @@ export class MetricsService {
 
   /** One answered HTTP request (`route`: the route pattern, `unmatched` or `upgrade`). */
   recordHttp(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${route} ${status}`;
-    let series = this.httpSeries.get(key);
-    if (!series) {
-      series = this.httpDuration.labels(method, route, String(status));
-      this.httpSeries.set(key, series);
+    let byRoute = this.httpSeries.get(method);
+    if (!byRoute) {
+      byRoute = new Map();
+      this.httpSeries.set(method, byRoute);
     }
-    series.observe(seconds);
+    let byStatus = byRoute.get(route);
+    if (!byStatus) {
+      byStatus = new Map();
+      byRoute.set(route, byStatus);
+    }
+    let observe = byStatus.get(status);
+    if (!observe) {
+      observe = resolvedHistogramSeries(this.httpDuration, {
+        method,
+        route,
+        status: String(status),
+      });
+      byStatus.set(status, observe);
+    }
+    observe(seconds);
   }
 
   recordQuery(seconds: number, ok: boolean): void {

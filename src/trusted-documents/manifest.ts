@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import { getOperationAST, parse, validate, type GraphQLSchema } from 'graphql';
+import type { ErrorDetail } from '../common/errors.js';
+
+/** The persisted query list format of Apollo (`@apollo/generate-persisted-query-manifest`, GraphQL Codegen's client preset). */
+const MANIFEST_FORMAT = 'apollo-persisted-query-manifest';
+
+type OperationType = 'query' | 'mutation' | 'subscription';
+
+export interface TrustedOperation {
+  id: string;
+  name: string;
+  type: OperationType;
+  body: string;
+}
+
+export interface Manifest {
+  format: typeof MANIFEST_FORMAT;
+  version: 1;
+  operations: TrustedOperation[];
+}
+
+/** Bounds of one manifest: a frontend's operations, not a dump of every possible query. */
+const MANIFEST_LIMITS = { maxOperations: 5000, maxIdLength: 200, maxBodyLength: 100_000 };
+
+const TYPES: readonly OperationType[] = ['query', 'mutation', 'subscription'];
+
+export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Checks a manifest: the format and version, and for each operation a unique non-empty `id`, a
+ * `name`, a `type`, and a `body` that parses, holds one operation of that type and validates
+ * against `schema`. Answers the manifest, or every problem found (field paths as
+ * `operations[3].body`).
+ */
+export function checkManifest(
+  value: unknown,
+  schema: GraphQLSchema,
+): { manifest: Manifest } | { errors: ErrorDetail[] } {
+  const errors: ErrorDetail[] = [];
+  if (!isRecord(value)) {
+    return { errors: [{ message: 'must be a JSON object' }] };
+  }
+  if (value.format !== MANIFEST_FORMAT) {
+    errors.push({ field: 'format', message: `must be "${MANIFEST_FORMAT}"` });
+  }
+  if (value.version !== 1) {
+    errors.push({ field: 'version', message: 'must be 1' });
+  }
+  if (!Array.isArray(value.operations)) {
+    errors.push({ field: 'operations', message: 'must be an array' });
+    return { errors };
+  }
+  if (value.operations.length > MANIFEST_LIMITS.maxOperations) {
+    errors.push({
+      field: 'operations',
+      message: `must hold at most ${MANIFEST_LIMITS.maxOperations} operations`,
+    });
+    return { errors };
+  }
+  const ids = new Set<string>();
+  const operations: TrustedOperation[] = [];
+  value.operations.forEach((op: unknown, i) => {
+    const at = `operations[${i}]`;
+    if (!isRecord(op)) {
+      errors.push({ field: at, message: 'must be an object' });
+      return;
+    }
+    const { id, name, type, body } = op;
+    if (typeof id !== 'string' || id === '' || id.length > MANIFEST_LIMITS.maxIdLength) {
+      errors.push({
+        field: `${at}.id`,
+        message: `must be a non-empty string of at most ${MANIFEST_LIMITS.maxIdLength} characters`,
+      });
+    } else if (ids.has(id)) {
+      errors.push({ field: `${at}.id`, message: `"${id}" is listed twice (ids must be unique)` });
+    } else {
+      ids.add(id);
+    }
+    if (typeof name !== 'string') {
+      errors.push({ field: `${at}.name`, message: 'must be a string' });
+    }
+    if (typeof type !== 'string' || !TYPES.includes(type as OperationType)) {
+      errors.push({ field: `${at}.type`, message: 'must be query, mutation or subscription' });
+    }
+    if (typeof body !== 'string' || body === '' || body.length > MANIFEST_LIMITS.maxBodyLength) {
+      errors.push({
+        field: `${at}.body`,
+        message: `must be a GraphQL document of at most ${MANIFEST_LIMITS.maxBodyLength} characters`,
+      });
+      return;
+    }
+    let problem: string | undefined;
+    try {
+      const document = parse(body);
+      const invalid = validate(schema, document, undefined, { maxErrors: 5 });
+      const operation = getOperationAST(document);
+      if (invalid.length > 0) {
+        problem = `does not validate against the schema: ${invalid.map((e) => e.message).join('; ')}`;
+      } else if (!operation) {
+        problem = 'must hold exactly one operation';
+      } else if (operation.operation !== type) {
+        problem = `is a ${operation.operation}, not a ${String(type)}`;
+      }
+    } catch (err) {
+      problem = `does not parse: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    if (problem) {
+      errors.push({ field: `${at}.body`, message: problem });
+    } else if (typeof id === 'string' && typeof name === 'string') {
+      operations.push({ id, name, type: type as OperationType, body });
+    }
+  });
+  if (errors.length > 0) {
+    return { errors };
+  }
+  return { manifest: { format: MANIFEST_FORMAT, version: 1, operations } };
+}
