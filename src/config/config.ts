@@ -88,6 +88,9 @@ export interface AppConfig {
   graphqlCompiledExecution: boolean;
   /** The schema is also an Apollo Federation 2 subgraph (docs/graphql.md "Federation"). */
   graphqlFederation: boolean;
+  /** Trusted documents (docs/graphql.md "Trusted documents"): the manifest file loaded at boot, and the mode. */
+  graphqlTrustedDocuments?: string;
+  graphqlTrustedDocumentsMode: TrustedDocumentsMode;
   dataDir: string;
   /** HTTP server timeouts and request-shape limits (docs/limits.md). */
   http: HttpLimitsConfig;
@@ -96,6 +99,9 @@ export interface AppConfig {
   /** Webhook deliveries (docs/webhooks.md). */
   webhooks: WebhooksConfig;
 }
+
+const TRUSTED_DOCUMENTS_MODES = ['off', 'audit', 'enforce'] as const;
+export type TrustedDocumentsMode = (typeof TRUSTED_DOCUMENTS_MODES)[number];
 
 export interface WebhooksConfig {
   /** Delays in seconds between a failed attempt and the next; after the last one the delivery fails. */
@@ -312,6 +318,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     }
   }
 
+  const trustedMode = (env.GRAPHQL_TRUSTED_DOCUMENTS_MODE || 'off') as TrustedDocumentsMode;
+  if (!TRUSTED_DOCUMENTS_MODES.includes(trustedMode)) {
+    throw new ConfigError(
+      'GRAPHQL_TRUSTED_DOCUMENTS_MODE',
+      `must be one of ${TRUSTED_DOCUMENTS_MODES.join(', ')}, got "${trustedMode}"`,
+    );
+  }
+
   const logLevel = (env.LOG_LEVEL ?? 'info') as AppConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(
@@ -378,6 +392,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     graphqlDevelopment: bool(env, 'GRAPHQL_DEVELOPMENT', nodeEnv === 'development'),
     graphqlCompiledExecution: bool(env, 'GRAPHQL_COMPILED_EXECUTION', true),
     graphqlFederation: bool(env, 'GRAPHQL_FEDERATION', false),
+    graphqlTrustedDocuments: env.GRAPHQL_TRUSTED_DOCUMENTS || undefined,
+    graphqlTrustedDocumentsMode: trustedMode,
     dataDir: env.DATA_DIR ?? 'data',
     http: loadHttpLimits(env),
     shutdown: loadShutdown(env),

@@ -23,6 +23,8 @@ import { GraphqlCoreModule } from './graphql-core.module.js';
 import { asSubgraph } from './federation/subgraph.js';
 import { PersistedQueriesModule } from './persisted/persisted-queries.module.js';
 import { PersistedQueryStore } from './persisted/apq-store.js';
+import { TrustedDocumentsPlugin } from './persisted/trusted-documents.plugin.js';
+import { TrustedDocumentsModule } from '../trusted-documents/trusted-documents.module.js';
 import { operationPolicyPlugin } from './graphql.plugins.js';
 import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
@@ -108,6 +110,7 @@ function apolloOptions(
 @Module({
   imports: [
     GraphqlCoreModule,
+    TrustedDocumentsModule,
     GraphQLModule.forRootAsync<ApolloDriverConfig>({
       driver: CompiledApolloDriver,
       imports: [GraphqlCoreModule, PersistedQueriesModule],
@@ -121,7 +124,13 @@ function apolloOptions(
       useFactory: apolloOptions,
     }),
   ],
-  providers: [NodeResolver, GraphqlWsServer, UpgradeRefusals, GraphqlTelemetryPlugin],
+  providers: [
+    NodeResolver,
+    GraphqlWsServer,
+    UpgradeRefusals,
+    GraphqlTelemetryPlugin,
+    TrustedDocumentsPlugin,
+  ],
 })
 export class GraphqlApiModule implements OnModuleInit {
   constructor(
