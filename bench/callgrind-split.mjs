@@ -21,6 +21,11 @@ import { basename, dirname, join } from 'node:path';
 // visitors instantiate generic object walkers: `BodyDescriptorBase::IteratePointers<MainMarkingVisitor>`)
 const GC_CLASS =
   /^(?:cppgc|heap::base)::|^v8::internal::(?:\w+::)*\w*(?:Heap(?!Object|Number)|Scaveng|Marking|MarkCompact|Sweep|Evacuat|RememberedSet|SlotSet|GCTracer|GlobalHandles|MemoryAllocator|MemoryReducer|LargeObjectSpace|PagedSpace|SemiSpace|NewSpace|FreeList|Ephemeron|ObjectStats|PointersUpdating|Compactor)\w*::/;
+// root iteration of a scavenge (the startup object cache is walked on every one)
+const GC_NAME = /IterateObjectCache|IterateRoots|IterateStrongRoots|RootScavengeVisitor/;
+// libc helpers (zeroing and copying memory): charged to the class of the function that called them
+// (the collector clears and copies pages, zlib zeroes its tables, the request copies strings)
+const HELPER = /^(?:__)?mem(?:set|cpy|move)(?:_\w+)?$/;
 const GC_TEMPLATE =
   /(?:Marking|Scaveng|Evacuat|PointersUpdating|RecordMigratedSlot|Sweep)\w*Visitor|Scavenger/;
 const JIT_CLASS =
@@ -49,7 +54,7 @@ export function kindOf(name) {
   }
   const tokens = bare.split(' ').filter((t) => t.includes('::'));
   const qualified = tokens.at(-1) ?? bare;
-  if (GC_CLASS.test(qualified) || GC_TEMPLATE.test(templates)) {
+  if (GC_CLASS.test(qualified) || GC_TEMPLATE.test(templates) || GC_NAME.test(name)) {
     return 'gc';
   }
   return JIT_CLASS.test(qualified) ? 'jit' : 'mutator';
@@ -82,12 +87,27 @@ export function splitDump(outFile) {
   const sums = { total: 0, mutator: 0, gc: 0, jit: 0, background: 0 };
   const byName = new Map();
   for (const { file, thread } of newestThreadDumps(outFile)) {
-    for (const [name, self] of selfCosts(readFileSync(file, 'utf8'))) {
-      sums.total += self;
-      const kind = thread === 1 ? kindOf(name) : 'background';
-      sums[kind] += self;
+    const { costs, helperCalls } = selfCosts(readFileSync(file, 'utf8'));
+    const add = (kind, name, n) => {
+      sums[kind] += n;
       if (thread === 1) {
-        byName.set(`${kind} ${name}`, (byName.get(`${kind} ${name}`) ?? 0) + self);
+        byName.set(`${kind} ${name}`, (byName.get(`${kind} ${name}`) ?? 0) + n);
+      }
+    };
+    for (const [name, self] of costs) {
+      sums.total += self;
+      if (thread !== 1) {
+        add('background', name, self);
+        continue;
+      }
+      let rest = self;
+      for (const [caller, n] of helperCalls.get(name) ?? []) {
+        const share = Math.min(n, rest);
+        add(kindOf(caller), `${name} <- ${kindOf(caller)}`, share);
+        rest -= share;
+      }
+      if (rest > 0) {
+        add(kindOf(name), name, rest);
       }
     }
   }
@@ -95,16 +115,26 @@ export function splitDump(outFile) {
   return { ...sums, top };
 }
 
-/** Self instructions per function name of one callgrind dump (name compression, call lines skipped). */
+/**
+ * Self instructions per function name of one callgrind dump (name compression, call lines skipped),
+ * and for the libc helpers (HELPER) the instructions of each call edge into them, by caller.
+ */
 export function selfCosts(text) {
   const names = new Map();
   const costs = new Map();
+  const helperCalls = new Map();
   let fn;
+  let callee;
   let skipNext = false;
   for (const line of text.split('\n')) {
     if (skipNext) {
       // the line after `calls=` is the callee's inclusive cost, not the caller's own
       skipNext = false;
+      if (callee !== undefined && fn !== undefined && HELPER.test(callee)) {
+        const byCaller = helperCalls.get(callee) ?? new Map();
+        byCaller.set(fn, (byCaller.get(fn) ?? 0) + Number(line.split(' ')[1] ?? 0));
+        helperCalls.set(callee, byCaller);
+      }
       continue;
     }
     const c = line.charCodeAt(0);
@@ -118,10 +148,10 @@ export function selfCosts(text) {
     } else if (line.startsWith('calls=')) {
       skipNext = true;
     } else if (line.startsWith('cfn=')) {
-      compressedName(line.slice(4), names);
+      callee = compressedName(line.slice(4), names);
     }
   }
-  return costs;
+  return { costs, helperCalls };
 }
 
 function compressedName(spec, names) {
