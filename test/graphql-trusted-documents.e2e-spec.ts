@@ -189,6 +189,11 @@ describe('trusted documents, enforce mode', () => {
     const got = await admin.get('/api/v1/graphql/trusted-documents');
     expect(got.status).toBe(200);
     expect(got.body.data).toMatchObject({ ...MANIFEST, manifest_version: 1 });
+    expect((await request(t.url, '/api/v1/graphql/trusted-documents')).status).toBe(401);
+    expect(
+      (await request(t.url, '/api/v1/graphql/trusted-documents', { method: 'PUT', body: MANIFEST }))
+        .status,
+    ).toBe(401);
     expect((await user.client.get('/api/v1/graphql/trusted-documents')).status).toBe(403);
     expect((await user.client.put('/api/v1/graphql/trusted-documents', MANIFEST)).status).toBe(403);
 
@@ -231,7 +236,7 @@ describe('trusted documents, enforce mode', () => {
     expect(audit.status).toBe(200);
     expect(audit.body.data[0]).toMatchObject({
       action: 'graphql.trusted_documents_replaced',
-      target: { type: 'graphql_trusted_documents', id: '2' },
+      target: { type: 'graphql_manifest', id: '2' },
       changes: { operations: [3, 4] },
     });
   });

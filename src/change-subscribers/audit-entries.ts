@@ -197,7 +197,8 @@ export function auditEntries(change: Change): AuditEntry[] {
         {
           actor: change.actor,
           action: 'graphql.trusted_documents_replaced',
-          target: { type: 'graphql_trusted_documents', id: String(change.version) },
+          // audit_events.target_type holds 20 characters
+          target: { type: 'graphql_manifest', id: String(change.version) },
           changes: { operations: change.operations },
         },
       ];
