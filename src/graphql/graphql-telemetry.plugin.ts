@@ -61,7 +61,13 @@ export class GraphqlTelemetryPlugin implements ApolloServerPlugin<GqlContext> {
           noteOperation(req, name, type);
         }
         const outcome = body.kind === 'single' ? outcomeOf(body.singleResult) : 'ok';
-        recordGraphqlOperation(name, type, started, costAttributes(rc.contextValue.cost), outcome !== 'ok');
+        recordGraphqlOperation(
+          name,
+          type,
+          started,
+          costAttributes(rc.contextValue.cost),
+          outcome !== 'ok',
+        );
         metrics.recordOperation(
           'http',
           type,

@@ -176,11 +176,13 @@ export async function inStoredTrace<T>(
   const traces = new Set(distinct.map((t) => t.split('-')[1]));
   const parent = traces.size === 1 ? contextOf(distinct[0]) : ROOT_CONTEXT;
   const links = traces.size > 1 ? distinct.map(linkTo).filter((l) => l !== undefined) : [];
-  const span = trace.getTracer(TRACER).startSpan(
-    name,
-    { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links },
-    parent,
-  );
+  const span = trace
+    .getTracer(TRACER)
+    .startSpan(
+      name,
+      { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links },
+      parent,
+    );
   try {
     return await context.with(trace.setSpan(parent, span), () => work(span));
   } catch (err) {

@@ -72,8 +72,6 @@ export class DeliveryAttempt {
       return;
     }
     const { body, headers } = deliveryRequest(endpoint, event, scopes, now());
-    let result: AttemptResult;
-    let outcome: DeliveryOutcome;
     // a client span in the trace of the change that produced the event, however late this attempt
     // is; the receiver gets its `traceparent` (docs/webhooks.md)
     const attributes = {
@@ -83,7 +81,7 @@ export class DeliveryAttempt {
       'atrium.webhook.event_type': event.type,
       'atrium.webhook.attempt': Number(row.attempts) + 1,
     };
-    [result, outcome] = await inStoredTrace(
+    const [result, outcome] = await inStoredTrace(
       `POST webhook ${event.type}`,
       'client',
       [event.traceparent],
