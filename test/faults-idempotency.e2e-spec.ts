@@ -19,6 +19,7 @@ import { FaultProxy } from './helpers/fault-proxy.js';
 import { client, request, type Client, type TestResponse } from './helpers/http.js';
 import { freePort } from './helpers/rate-limit.js';
 import { scaled } from './helpers/time.js';
+import { waitFor } from './helpers/wait.js';
 
 /**
  * The Idempotency-Key promise under faults (docs/idempotency.md, "Faults"): a keyed POST's change and
@@ -112,19 +113,17 @@ async function slowNextAnswer(sql: Sql, seconds: number): Promise<void> {
 
 /** PostgreSQL: resolves once a backend of this schema's app sleeps in that trigger. */
 async function answerWriteSleeping(admin: pg.Client, schema: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const { rows } = await admin.query<{ n: string }>(
-      `SELECT COUNT(*) AS n FROM pg_stat_activity
-        WHERE application_name = $1 AND wait_event = 'PgSleep'`,
-      [`atrium/${schema}`],
-    );
-    if (Number(rows[0].n) > 0) {
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('no answer write started sleeping');
+  await waitFor(
+    async () => {
+      const { rows } = await admin.query<{ n: string }>(
+        `SELECT COUNT(*) AS n FROM pg_stat_activity
+          WHERE application_name = $1 AND wait_event = 'PgSleep'`,
+        [`atrium/${schema}`],
+      );
+      return Number(rows[0].n) > 0;
+    },
+    { timeoutMs: 15_000, what: 'an answer write to start sleeping' },
+  );
 }
 
 /**
@@ -503,13 +502,10 @@ describe.skipIf(!usingPostgres)(
         const exited = new Promise((resolve) => child.on('exit', resolve));
         try {
           const base = `http://127.0.0.1:${port}`;
-          const deadline = Date.now() + 60_000;
-          while ((await fetch(`${base}/health/ready`).catch(() => null))?.status !== 200) {
-            if (Date.now() > deadline) {
-              throw new Error('the child instance did not become ready');
-            }
-            await new Promise((r) => setTimeout(r, 200));
-          }
+          await waitFor(
+            async () => (await fetch(`${base}/health/ready`).catch(() => null))?.status === 200,
+            { timeoutMs: 60_000, intervalMs: 200, what: 'the child instance to become ready' },
+          );
           const before = await ordersOfUser();
           await slowNextAnswer(sql, 3);
           const key = unique('kill-');

@@ -10,6 +10,7 @@ import { serviceBuild } from './helpers/build.js';
 import { client, request } from './helpers/http.js';
 import { startLoad, statusCounts } from './helpers/load.js';
 import { RawConnection } from './helpers/raw-http.js';
+import { waitFor } from './helpers/wait.js';
 import { connect, subscribe } from './subscriptions-helpers.js';
 
 /**
@@ -51,18 +52,15 @@ function run(env: Record<string, string>): Proc {
 }
 
 async function waitReady(base: string, proc: Proc): Promise<void> {
-  const deadline = Date.now() + 40_000; // a busy machine boots slowly
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${base}/health/ready`)).status === 200) {
-        return;
-      }
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`app did not become ready:\n${proc.stdout()}\n${proc.stderr()}`);
+  // a busy machine boots slowly: the deadline is scaled by the run's load factor
+  await waitFor(
+    async () => (await fetch(`${base}/health/ready`).catch(() => undefined))?.status === 200,
+    {
+      timeoutMs: 40_000,
+      intervalMs: 100,
+      what: () => `the app to become ready:\n${proc.stdout()}\n${proc.stderr()}`,
+    },
+  );
 }
 
 // one build for the whole file (both blocks run it)
