@@ -62,6 +62,7 @@ const { values: args } = parseArgs({
     webhooks: { type: 'boolean', default: false },
     'replay-flood': { type: 'boolean', default: false },
     instructions: { type: 'boolean', default: false },
+    'trusted-documents': { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -78,6 +79,13 @@ if (args.abuse) {
 if (args.instructions) {
   const { runInstructions } = await import('./instructions.mjs');
   await runInstructions({ root: ROOT, compare: args.compare });
+  process.exit(0);
+}
+
+// `--trusted-documents`: a GraphQL request by documentId against the same by text (bench/trusted-documents.mjs)
+if (args['trusted-documents']) {
+  const { runTrustedDocuments } = await import('./trusted-documents.mjs');
+  await runTrustedDocuments({ root: ROOT });
   process.exit(0);
 }
 
