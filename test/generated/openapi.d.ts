@@ -785,6 +785,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/graphql/trusted-documents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The GraphQL trusted documents manifest
+     * @description The operations first-party frontends may send (Apollo persisted query list format), with the version of the manifest and when it was last replaced (docs/graphql.md "Trusted documents"). ADMIN only; not available to partner apps.
+     */
+    get: operations['TrustedDocumentsController_get'];
+    /**
+     * Replace the GraphQL trusted documents manifest
+     * @description Replaces the whole manifest, on every instance (each one checks for a new version at most every 2 seconds). Every body must parse, hold one operation of its `type` and validate against the schema; ids must be unique. Audited as `graphql.trusted_documents_replaced`. ADMIN only; not available to partner apps.
+     */
+    put: operations['TrustedDocumentsController_replace'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -841,7 +865,8 @@ export interface components {
         | 'webhook.secret_rotated'
         | 'order.status_changed'
         | 'admin.removal_refused'
-        | 'admin.promoted_at_boot';
+        | 'admin.promoted_at_boot'
+        | 'graphql.trusted_documents_replaced';
       target: components['schemas']['AuditTarget'];
       /**
        * @description `{member: [old, new]}` in REST member names and values; never a secret or a hash.
@@ -2046,6 +2071,47 @@ export interface components {
        */
       created_at: string;
     };
+    TrustedOperation: {
+      /**
+       * @description The id a client sends as `documentId` (generators use the SHA-256 of the body); unique in the manifest, at most 200 characters.
+       * @example a7f1c2…
+       */
+      id: string;
+      /** @example PostTitles */
+      name: string;
+      /** @enum {string} */
+      type: 'query' | 'mutation' | 'subscription';
+      /**
+       * @description The GraphQL document: parses, holds one operation of `type`, valid against the schema.
+       * @example query PostTitles { posts(first: 10) { id title } }
+       */
+      body: string;
+    };
+    TrustedDocuments: {
+      /** @enum {string} */
+      format: 'apollo-persisted-query-manifest';
+      /** @enum {number} */
+      version: 1;
+      operations: components['schemas']['TrustedOperation'][];
+      /**
+       * @description Grows with every replacement (0: no manifest was ever loaded).
+       * @example 3
+       */
+      manifest_version: number;
+      /**
+       * Format: date-time
+       * @description When the manifest was last replaced (null: never).
+       * @example 2026-11-29T02:00:00.000Z
+       */
+      updated_at: string | null;
+    };
+    TrustedDocumentsManifest: {
+      /** @enum {string} */
+      format: 'apollo-persisted-query-manifest';
+      /** @enum {number} */
+      version: 1;
+      operations: components['schemas']['TrustedOperation'][];
+    };
     /** @description One problem of the request: the member (or list index) it concerns and what is wrong. */
     ErrorDetail: {
       /** @example email */
@@ -2081,6 +2147,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2103,6 +2171,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2125,6 +2195,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2147,6 +2219,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2169,6 +2243,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2191,6 +2267,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2213,6 +2291,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2235,6 +2315,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2257,6 +2339,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2279,6 +2363,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2307,6 +2393,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2329,6 +2417,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2352,6 +2442,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
     /**
@@ -2375,6 +2467,8 @@ export interface components {
         details?: components['schemas']['ErrorDetail'][];
         /** @description On 5xx answers: the `X-Request-Id` to quote when reporting it. */
         request_id?: string;
+        /** @description When tracing is on (an OTLP endpoint is configured, docs/operations.md): the id of the trace of this request (also in the `traceparent` answer header). */
+        trace_id?: string;
       };
     };
   };
@@ -2444,7 +2538,8 @@ export interface operations {
           | 'webhook.secret_rotated'
           | 'order.status_changed'
           | 'admin.removal_refused'
-          | 'admin.promoted_at_boot';
+          | 'admin.promoted_at_boot'
+          | 'graphql.trusted_documents_replaced';
         /** @description Only entries by this actor (a user, API key or OAuth client id). */
         actor_id?: string;
         /** @description Only entries about this target (a user, API key, OAuth client or order id). */
@@ -12083,6 +12178,317 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['UriTooLongError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  TrustedDocumentsController_get: {
+    parameters: {
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
+      header?: {
+        /** @description The `ETag` of the representation you have (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 304 with no body while it is still current. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The manifest in force */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TrustedDocuments'];
+          };
+        };
+      };
+      /** @description Not modified: `If-None-Match` matches the current `ETag` (no body). */
+      304: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed request: a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description Too many requests; retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TooManyRequestsError'];
+        };
+      };
+      /** @description Unexpected server fault; quote `request_id` when reporting it. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalServerErrorError'];
+        };
+      };
+      /** @description The database is unreachable; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServiceUnavailableError'];
+        };
+      };
+    };
+  };
+  TrustedDocumentsController_replace: {
+    parameters: {
+      query?: {
+        /**
+         * @deprecated
+         * @description Deprecated: send the key in `X-API-Key` (a credential in a URL ends up in logs and histories). Answers to requests that use it carry `Deprecation`, `Sunset` and `Link: <…>; rel="deprecation"` (docs/changes.md).
+         */
+        api_key?: components['parameters']['ApiKeyQuery'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TrustedDocumentsManifest'];
+      };
+    };
+    responses: {
+      /** @description The new manifest, in force */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TrustedDocuments'];
+          };
+        };
+      };
+      /** @description Malformed request: the body is not JSON, a query parameter is invalid, or the API version is not v1. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestError'];
+        };
+      };
+      /** @description Missing or invalid credentials; `WWW-Authenticate` names the schemes. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The caller’s role, or an OAuth token’s scopes (`insufficient_scope`), do not allow this. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ForbiddenError'];
+        };
+      };
+      /** @description The `Accept` header excludes application/json. */
+      406: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description The body exceeds 1 MiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description The body is not JSON (`Content-Type: application/json`). */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnsupportedMediaTypeError'];
+        };
+      };
+      /** @description The body fails validation; `details` names each member and problem. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnprocessableEntityError'];
         };
       };
       /** @description Too many requests; retry after `Retry-After` seconds. */
