@@ -318,6 +318,7 @@ describe('OpenAPI document (/api/docs-json)', () => {
       'POST /api/v1/users/batch operations',
       'POST /api/v1/users/{id}/orders items',
       'POST /api/v1/webhooks events',
+      'PUT /api/v1/graphql/trusted-documents operations',
     ]);
   });
 

@@ -31,6 +31,23 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+const MANIFEST_MEMBERS = new Set(['format', 'version', 'operations']);
+const OPERATION_MEMBERS = new Set(['id', 'name', 'type', 'body']);
+
+/** Members the format does not define are refused, as every request body's are (docs/contract.md). */
+function unknownMembers(
+  value: Record<string, unknown>,
+  known: Set<string>,
+  prefix: string,
+  errors: ErrorDetail[],
+): void {
+  for (const member of Object.keys(value)) {
+    if (!known.has(member)) {
+      errors.push({ field: `${prefix}${member}`, message: 'is not a member of this object' });
+    }
+  }
+}
+
 /**
  * Checks a manifest: the format and version, and for each operation a unique non-empty `id`, a
  * `name`, a `type`, and a `body` that parses, holds one operation of that type and validates
@@ -45,6 +62,7 @@ export function checkManifest(
   if (!isRecord(value)) {
     return { errors: [{ message: 'must be a JSON object' }] };
   }
+  unknownMembers(value, MANIFEST_MEMBERS, '', errors);
   if (value.format !== MANIFEST_FORMAT) {
     errors.push({ field: 'format', message: `must be "${MANIFEST_FORMAT}"` });
   }
@@ -53,6 +71,11 @@ export function checkManifest(
   }
   if (!Array.isArray(value.operations)) {
     errors.push({ field: 'operations', message: 'must be an array' });
+    return { errors };
+  }
+  if (value.operations.length === 0) {
+    // an empty list would refuse every first-party operation in `enforce`: switch the mode off instead
+    errors.push({ field: 'operations', message: 'must list at least one operation' });
     return { errors };
   }
   if (value.operations.length > MANIFEST_LIMITS.maxOperations) {
@@ -70,6 +93,7 @@ export function checkManifest(
       errors.push({ field: at, message: 'must be an object' });
       return;
     }
+    unknownMembers(op, OPERATION_MEMBERS, `${at}.`, errors);
     const { id, name, type, body } = op;
     if (typeof id !== 'string' || id === '' || id.length > MANIFEST_LIMITS.maxIdLength) {
       errors.push({

@@ -23,22 +23,31 @@ class TrustedOperationBody {
   body!: string;
 }
 
-/** The manifest as sent (PUT): Apollo's persisted query list format. */
-@ApiSchema({ name: 'TrustedDocumentsManifest' })
-export class TrustedManifestBody {
+/** The members of a manifest besides its operations. */
+class ManifestHead {
   @ApiProperty({ enum: ['apollo-persisted-query-manifest'] })
   format!: string;
 
   @ApiProperty({ enum: [1] })
   version!: number;
+}
 
-  @ApiProperty({ type: [TrustedOperationBody], maxItems: 5000 })
+/** The manifest as sent (PUT): Apollo's persisted query list format. */
+@ApiSchema({ name: 'TrustedDocumentsManifest' })
+export class TrustedManifestBody extends ManifestHead {
+  @ApiProperty({ type: [TrustedOperationBody], minItems: 1, maxItems: 5000 })
   operations!: TrustedOperationBody[];
 }
 
 /** The manifest in force, with its version (GET, and the answer of PUT). */
 @ApiSchema({ name: 'TrustedDocuments' })
-export class TrustedDocumentsResponse extends TrustedManifestBody {
+export class TrustedDocumentsResponse extends ManifestHead {
+  @ApiProperty({
+    type: [TrustedOperationBody],
+    description: 'Empty until a manifest is loaded or PUT.',
+  })
+  operations!: TrustedOperationBody[];
+
   @ApiProperty({
     example: 3,
     description: 'Grows with every replacement (0: no manifest was ever loaded).',

@@ -2092,6 +2092,7 @@ export interface components {
       format: 'apollo-persisted-query-manifest';
       /** @enum {number} */
       version: 1;
+      /** @description Empty until a manifest is loaded or PUT. */
       operations: components['schemas']['TrustedOperation'][];
       /**
        * @description Grows with every replacement (0: no manifest was ever loaded).

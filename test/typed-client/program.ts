@@ -356,6 +356,21 @@ export async function runProgram(options: ProgramOptions): Promise<ProgramResult
   });
   expectStatus(deprecations.response, 200, 'GET /graphql/deprecations');
   need(deprecations.data, 'deprecation usage');
+  const trusted = await api.GET('/api/v1/graphql/trusted-documents');
+  expectStatus(trusted.response, 200, 'GET /graphql/trusted-documents');
+  const manifest = need(trusted.data, 'trusted documents').data;
+  const trustedReplaced = await api.PUT('/api/v1/graphql/trusted-documents', {
+    body: {
+      format: manifest.format,
+      version: manifest.version,
+      operations: [
+        ...manifest.operations,
+        { id: 'typed-me', name: 'TypedMe', type: 'query', body: 'query TypedMe { me { id } }' },
+      ],
+    },
+  });
+  expectStatus(trustedReplaced.response, 200, 'PUT /graphql/trusted-documents');
+  need(trustedReplaced.data, 'the replaced manifest');
 
   // webhooks: register an endpoint, read, change, ping, read its log, redeliver, rotate, delete
   const hookCreated = await api.POST('/api/v1/webhooks', {
