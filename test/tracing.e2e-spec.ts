@@ -4,7 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { freshDatabaseUrl, usingPostgres, usingRedis } from './helpers/app.js';
 import { serviceBuild } from './helpers/build.js';
 import { client, type Client } from './helpers/http.js';
@@ -89,6 +91,7 @@ describe('OpenTelemetry traces of the running service', () => {
   let b: Instance;
   let admin: Client;
   let adminB: Client;
+  let token: string;
 
   beforeAll(async () => {
     const mainJs = join(serviceBuild(), 'main.js');
@@ -128,10 +131,11 @@ describe('OpenTelemetry traces of the running service', () => {
       OTEL_SERVICE_NAME: 'atrium-b',
       WEBHOOK_DELIVERY_ENABLED: 'false',
     });
-    const token = await client(a.base).post('/api/v1/auth/token', ADMIN);
-    expect(token.status).toBe(200);
-    admin = client(a.base, { bearer: token.body.access_token as string });
-    adminB = client(b.base, { bearer: token.body.access_token as string });
+    const issued = await client(a.base).post('/api/v1/auth/token', ADMIN);
+    expect(issued.status).toBe(200);
+    token = issued.body.access_token as string;
+    admin = client(a.base, { bearer: token });
+    adminB = client(b.base, { bearer: token });
   }, 180_000);
 
   afterAll(async () => {
@@ -267,6 +271,61 @@ describe('OpenTelemetry traces of the running service', () => {
       encoding: 'protobuf',
     });
     expect(otlp.spans.some((s) => s.service === 'atrium' && s.encoding === 'json')).toBe(true);
+  });
+
+  it('a WebSocket upgrade continues the caller trace, and each operation its own traceparent or the socket one', async () => {
+    const upgrade = callerContext();
+    const own = callerContext();
+    // the upgrade request carries a traceparent header (a Node client can set one; a browser cannot)
+    class TracedSocket extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols, { headers: { traceparent: upgrade.traceparent } });
+      }
+    }
+    const ws = createClient({
+      url: `${a.base.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: TracedSocket,
+      connectionParams: { Authorization: `Bearer ${token}` },
+      retryAttempts: 0,
+      // one socket for both operations
+      lazy: false,
+    });
+    const run = (query: string, extensions?: Record<string, unknown>) =>
+      new Promise<unknown>((resolve, reject) => {
+        let result: unknown;
+        ws.subscribe(
+          { query, extensions },
+          { next: (v) => (result = v), error: reject, complete: () => resolve(result) },
+        );
+      });
+    try {
+      expect(
+        await run('query WsOwnTrace { me { id } }', { traceparent: own.traceparent }),
+      ).toMatchObject({ data: { me: { id: expect.any(String) } } });
+      expect(await run('query WsSocketTrace { me { id } }')).toMatchObject({
+        data: { me: { id: expect.any(String) } },
+      });
+    } finally {
+      await ws.dispose();
+    }
+    const operation = await waitFor(() =>
+      otlp.trace(own.traceId).find((s) => s.name === 'query WsOwnTrace'),
+    );
+    expect(operation).toMatchObject({ parentSpanId: own.parentId, kind: SERVER });
+    expect(operation.attributes).toMatchObject({
+      'graphql.operation.name': 'WsOwnTrace',
+      'graphql.operation.type': 'query',
+      'atrium.graphql.transport': 'ws',
+    });
+    expect(operation.attributes['atrium.graphql.cost.requested']).toEqual(expect.any(Number));
+    const socketSpan = await waitFor(() =>
+      otlp.trace(upgrade.traceId).find((s) => s.name === 'GET /graphql (websocket)'),
+    );
+    expect(socketSpan.parentSpanId).toBe(upgrade.parentId);
+    const second = await waitFor(() =>
+      otlp.trace(upgrade.traceId).find((s) => s.name === 'query WsSocketTrace'),
+    );
+    expect(second.parentSpanId).toBe(socketSpan.spanId);
   });
 
   it.skipIf(!usingRedis)(

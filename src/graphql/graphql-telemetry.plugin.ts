@@ -29,13 +29,6 @@ export function operationName(operation: OperationDefinitionNode | undefined | n
   return operation ? (operation.name?.value ?? 'anonymous') : 'unknown';
 }
 
-/** The computed cost as span attributes (docs/operations.md, "Traces"). */
-function costAttributes(cost: GqlContext['cost']): Record<string, number> {
-  return cost
-    ? { 'atrium.graphql.cost.requested': cost.requested, 'atrium.graphql.cost.limit': cost.limit }
-    : {};
-}
-
 /**
  * GraphQL over HTTP, per operation: `atrium_graphql_operations_total`, its duration and cost
  * (docs/operations.md), and the operation's name and type on the request's log line. Requests
@@ -61,13 +54,7 @@ export class GraphqlTelemetryPlugin implements ApolloServerPlugin<GqlContext> {
           noteOperation(req, name, type);
         }
         const outcome = body.kind === 'single' ? outcomeOf(body.singleResult) : 'ok';
-        recordGraphqlOperation(
-          name,
-          type,
-          started,
-          costAttributes(rc.contextValue.cost),
-          outcome !== 'ok',
-        );
+        recordGraphqlOperation(name, type, started, rc.contextValue.cost, outcome !== 'ok');
         metrics.recordOperation(
           'http',
           type,

@@ -227,7 +227,8 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
         },
         onComplete: (ctx, id) => this.telemetry.completed(ctx.extra, id),
         onSubscribe: async (ctx, id, payload) => {
-          const op = this.telemetry.started(ctx.extra, id);
+          // a `traceparent` in the message's extensions names the caller's trace (docs/operations.md)
+          const op = this.telemetry.started(ctx.extra, id, payload.extensions?.traceparent);
           const answer = await this.prepare(ctx, payload, op);
           if (Array.isArray(answer)) {
             this.telemetry.refused(ctx.extra, op, answer);

@@ -8,6 +8,7 @@ import type { MetricsService } from '../metrics/metrics.service.js';
 import { CLOSE_TOO_MANY_CONNECTIONS } from '../rate-limit/socket-limits.service.js';
 import { CLOSE_CREDENTIALS_LAPSED } from './current-rights.js';
 import { operationName, operationType, outcomeOf } from './graphql-telemetry.plugin.js';
+import { recordSpan } from '../telemetry/tracing.js';
 
 /** Close codes that are security events (logged at warn): refused credentials, too many. */
 const SECURITY_CLOSE_CODES = new Set([CLOSE_CREDENTIALS_LAPSED, CLOSE_TOO_MANY_CONNECTIONS]);
@@ -26,6 +27,8 @@ export interface WsOperation {
   code?: unknown;
   /** A subscription that is running (counted in atrium_graphql_subscriptions_active). */
   active: boolean;
+  /** The trace it continues: `extensions.traceparent` of its `subscribe` message, else the socket's. */
+  traceparent?: string | null;
 }
 
 /** What telemetry keeps on graphql-ws's per-socket `extra`. */
@@ -35,6 +38,8 @@ export type SocketTelemetry = {
   log?: FastifyBaseLogger;
   opened?: number;
   operations?: Map<string, WsOperation>;
+  /** With tracing on: the upgrade's span (in the trace of the upgrade request's `traceparent`). */
+  traceparent?: string | null;
 };
 
 /** The first error code of a list of errors. */
@@ -79,6 +84,20 @@ export class WsTelemetry {
   /** The connection is acknowledged. */
   connected(extra: SocketTelemetry): void {
     extra.operations = new Map();
+    // the upgrade, in the trace of its `traceparent` header: the socket's operations continue it
+    const header = extra.request.headers.traceparent;
+    extra.traceparent = recordSpan(
+      'GET /graphql (websocket)',
+      'server',
+      typeof header === 'string' ? header : undefined,
+      extra.opened ?? performance.now(),
+      {
+        'http.route': '/graphql',
+        'http.request.method': 'GET',
+        'network.protocol.name': 'websocket',
+      },
+      false,
+    );
     this.log(extra).info({ event: 'ws_connected' }, 'websocket connected');
   }
 
@@ -97,7 +116,7 @@ export class WsTelemetry {
   }
 
   /** A `subscribe` message arrived. */
-  started(extra: SocketTelemetry, id: string): WsOperation {
+  started(extra: SocketTelemetry, id: string, traceparent?: unknown): WsOperation {
     const op: WsOperation = {
       id,
       name: 'unknown',
@@ -105,6 +124,7 @@ export class WsTelemetry {
       started: performance.now(),
       outcome: 'ok',
       active: false,
+      traceparent: typeof traceparent === 'string' ? traceparent : extra.traceparent,
     };
     extra.operations?.set(id, op);
     return op;
@@ -199,6 +219,19 @@ export class WsTelemetry {
   /** The operation's end: the active gauge, and its log line (a rate limit's at warn). */
   private finish(extra: SocketTelemetry, op: WsOperation): void {
     extra.operations?.delete(op.id);
+    recordSpan(
+      `${op.type} ${op.name}`,
+      'server',
+      op.traceparent,
+      op.started,
+      {
+        'graphql.operation.name': op.name,
+        'graphql.operation.type': op.type,
+        'atrium.graphql.transport': 'ws',
+        ...(op.cost === undefined ? {} : { 'atrium.graphql.cost.requested': op.cost }),
+      },
+      op.outcome !== 'ok',
+    );
     if (op.active) {
       op.active = false;
       this.metrics.subscriptionsActive.dec();

@@ -137,7 +137,7 @@ export function recordGraphqlOperation(
   name: string,
   type: string,
   started: TimeInput,
-  attributes: Attributes,
+  cost: { requested: number; limit: number } | undefined,
   failed: boolean,
 ): void {
   if (!enabled) {
@@ -149,13 +149,53 @@ export function recordGraphqlOperation(
     attributes: {
       'graphql.operation.name': name,
       'graphql.operation.type': type,
-      ...attributes,
+      ...(cost
+        ? {
+            'atrium.graphql.cost.requested': cost.requested,
+            'atrium.graphql.cost.limit': cost.limit,
+          }
+        : {}),
     },
   });
   if (failed) {
     span.setStatus({ code: SpanStatusCode.ERROR });
   }
   span.end();
+}
+
+/**
+ * A span written once its work is over (a WebSocket upgrade, an operation over WebSocket), in the
+ * trace a `traceparent` names (a new trace without one). Returns its own `traceparent`, so that
+ * later work can continue the trace (an operation, the upgrade of its socket).
+ */
+export function recordSpan(
+  name: string,
+  kind: 'server' | 'internal',
+  parent: string | null | undefined,
+  started: TimeInput,
+  attributes: Attributes,
+  failed: boolean,
+): string | null {
+  if (!enabled) {
+    return null;
+  }
+  const parentContext = contextOf(parent);
+  const span = trace.getTracer(TRACER).startSpan(
+    name,
+    {
+      kind: kind === 'server' ? SpanKind.SERVER : SpanKind.INTERNAL,
+      startTime: started,
+      attributes,
+    },
+    parentContext,
+  );
+  if (failed) {
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(parentContext, span), carrier);
+  return carrier.traceparent ?? null;
 }
 
 /**
