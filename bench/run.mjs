@@ -44,6 +44,7 @@ import { pacedLoad } from './paced-load.mjs';
 import { seedUsersWithPosts } from './plumbing.mjs';
 import { oauthAccessToken } from './oauth-token.mjs';
 import { referenceTiming } from './reference.mjs';
+import { startOtlpSink } from './tracing.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_EMAIL = 'bench-admin@example.com';
@@ -63,6 +64,7 @@ const { values: args } = parseArgs({
     'replay-flood': { type: 'boolean', default: false },
     instructions: { type: 'boolean', default: false },
     'trusted-documents': { type: 'boolean', default: false },
+    tracing: { type: 'boolean', default: false },
     sizes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -360,6 +362,7 @@ async function main() {
   }
 
   workDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
+  const tracingSink = args.tracing ? await startOtlpSink() : undefined;
   const {
     app,
     appProc,
@@ -372,11 +375,14 @@ async function main() {
     userId,
     userGet,
     peers,
-  } = await startAppWithData('app', mainJs, pin);
+  } = await startAppWithData('app', mainJs, pin, tracingSink?.env);
   // --compare <checkout>: the same app scenarios against another checkout's build, interleaved
+  // (--tracing: against this build without tracing, bench/tracing.mjs)
   const compare = args.compare
     ? await startAppWithData('compare', join(resolve(args.compare), 'dist', 'main.js'), pin)
-    : undefined;
+    : tracingSink
+      ? await startAppWithData('compare', mainJs, pin)
+      : undefined;
 
   // --- the baseline -------------------------------------------------------------------------------
   const barePort = await freePort();
@@ -632,6 +638,9 @@ async function main() {
     );
   }
 
+  if (tracingSink) {
+    console.log(tracingSink.describe());
+  }
   if (args.json) {
     writeFileSync(
       resolve(args.json),
@@ -660,7 +669,7 @@ async function main() {
  * Starts one built app (`mainJs`) on a fresh SQLite file and sets up the bench data through its public
  * API. `name` labels its log file and database.
  */
-async function startAppWithData(name, mainJs, pin) {
+async function startAppWithData(name, mainJs, pin, extraEnv = {}) {
   const appPort = await freePort();
   const app = `http://127.0.0.1:${appPort}`;
 
@@ -692,6 +701,7 @@ async function startAppWithData(name, mainJs, pin) {
     GRAPHQL_COST_BUDGET: '1000000000',
     // the fan-out scenario opens BENCH_FANOUT_SUBSCRIBERS sockets with one identity
     WS_MAX_CONNECTIONS_PER_IDENTITY: '100000',
+    ...extraEnv,
   });
   const appNodeArgs = (process.env.BENCH_APP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const appProc = startChild(name, [...appNodeArgs, mainJs], appEnv, pin?.server);
