@@ -46,7 +46,13 @@ export async function runInstructions({ root, compare }) {
     const barePath = '/api/v1/users/usr_bench';
     rows.push({
       name: 'bare',
-      ...(await count(bare, { name: 'bare', method: 'GET', path: barePath })),
+      // as warm as the app's scenarios: their warm-up and a fifth of it again
+      ...(await count(bare, {
+        name: 'bare',
+        method: 'GET',
+        path: barePath,
+        warmup: Math.ceil(WARMUP * 1.2),
+      })),
     });
     for (const [label, checkout] of [['', root], ...(compare ? [[' @compare', compare]] : [])]) {
       const app = await startApp(resolve(checkout), workDir, stops, label);
