@@ -228,6 +228,22 @@ describe('trusted documents, enforce mode', () => {
     const put = await admin.put('/api/v1/graphql/trusted-documents', next);
     expect(put.status).toBe(200);
     expect(put.body.data).toMatchObject({ ...next, manifest_version: 2 });
+    // If-Match: the ETag GET sends; a stale one is 412 and changes nothing
+    const etag = put.headers.get('etag');
+    expect(etag).toBe((await admin.get('/api/v1/graphql/trusted-documents')).headers.get('etag'));
+    const stale = await admin.put('/api/v1/graphql/trusted-documents', MANIFEST, {
+      headers: { 'if-match': got.headers.get('etag') ?? '' },
+    });
+    expect(stale.status).toBe(412);
+    expect(stale.body.error.code).toBe('precondition_failed');
+    expect((await admin.get('/api/v1/graphql/trusted-documents')).body.data.manifest_version).toBe(
+      2,
+    );
+    const matching = await admin.put('/api/v1/graphql/trusted-documents', next, {
+      headers: { 'if-match': etag ?? '' },
+    });
+    expect(matching.status).toBe(200);
+    expect(matching.body.data.manifest_version).toBe(3);
     const runs = await byDocumentId(t.url, 'name-v1', user.token);
     expect(runs.body.data.me.id).toBe(user.id);
     const audit = await admin.get(
@@ -236,8 +252,8 @@ describe('trusted documents, enforce mode', () => {
     expect(audit.status).toBe(200);
     expect(audit.body.data[0]).toMatchObject({
       action: 'graphql.trusted_documents_replaced',
-      target: { type: 'graphql_manifest', id: '2' },
-      changes: { operations: [3, 4] },
+      target: { type: 'graphql_manifest', id: '3' },
+      changes: { operations: [4, 4] },
     });
   });
 });

@@ -1,19 +1,19 @@
-import { Body, Controller, Get, HttpCode, Put } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Put, Res } from '@nestjs/common';
 import { ApiBody, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { ApiDoc, ApiSingle, ApiStandardErrors } from '../common/openapi/decorators.js';
 import { Authenticated, CurrentCaller, FIRST_PARTY_ONLY } from '../identity/auth.decorators.js';
 import type { Caller } from '../identity/caller.js';
 import { Role } from '../identity/role.js';
+import { ifMatchHits, resourceEtag, withEtag } from '../http/etag.js';
 import { TrustedDocumentsResponse, TrustedManifestBody } from './trusted-documents.response.js';
 import { TrustedDocumentsService, type ManifestView } from './trusted-documents.service.js';
 
 /** ADMINs with their own credentials: partner apps never read or replace the manifest. */
 const ADMIN = { role: Role.ADMIN, scopes: FIRST_PARTY_ONLY } as const;
 
-function toResponse(view: ManifestView) {
-  return {
-    data: { ...view.manifest, manifest_version: view.version, updated_at: view.updatedAt },
-  };
+function toRest(view: ManifestView) {
+  return { ...view.manifest, manifest_version: view.version, updated_at: view.updatedAt };
 }
 
 @ApiTags('graphql')
@@ -30,7 +30,7 @@ export class TrustedDocumentsController {
   @ApiSingle(TrustedDocumentsResponse, { description: 'The manifest in force' })
   @ApiStandardErrors('authenticated')
   async get(@CurrentCaller() caller: Caller) {
-    return toResponse(await this.documents.current(caller));
+    return { data: toRest(await this.documents.current(caller)) };
   }
 
   @Put()
@@ -42,8 +42,17 @@ export class TrustedDocumentsController {
   )
   @ApiBody({ type: TrustedManifestBody })
   @ApiSingle(TrustedDocumentsResponse, { description: 'The new manifest, in force' })
-  @ApiStandardErrors('authenticated-write')
-  async replace(@CurrentCaller() caller: Caller, @Body() body: unknown) {
-    return toResponse(await this.documents.replace(caller, body));
+  @ApiStandardErrors('authenticated-write', { precondition: true })
+  async replace(
+    @CurrentCaller() caller: Caller,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Headers('if-match') ifMatchHeader?: string,
+  ) {
+    // If-Match: the ETag GET sent for the manifest in force (412 when another replacement came first)
+    const precondition = ifMatchHeader
+      ? (current: ManifestView) => ifMatchHits(ifMatchHeader, resourceEtag(toRest(current)))
+      : undefined;
+    return withEtag(reply, toRest(await this.documents.replace(caller, body, precondition)));
   }
 }

@@ -22,10 +22,11 @@ interface Row {
 export class TrustedDocumentsRepository {
   constructor(private readonly db: DatabaseService) {}
 
-  async current(): Promise<StoredManifest | undefined> {
-    const [row] = await this.db.query<Row>(
-      'SELECT version, manifest, file_sha256, updated_at FROM graphql_trusted_documents WHERE id = 1',
-    );
+  /** The stored manifest; inside a transaction when `manager` is given. */
+  async current(manager?: EntityManager): Promise<StoredManifest | undefined> {
+    const sql =
+      'SELECT version, manifest, file_sha256, updated_at FROM graphql_trusted_documents WHERE id = 1';
+    const [row] = manager ? await manager.query<Row[]>(sql) : await this.db.query<Row>(sql);
     return row
       ? {
           version: Number(row.version),

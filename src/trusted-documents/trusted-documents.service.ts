@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { GraphQLSchema } from 'graphql';
 import { ChangeRecord } from '../changes/change-record.js';
-import { Forbidden, ValidationFailed } from '../common/errors.js';
+import { Forbidden, PreconditionFailed, ValidationFailed } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig, type TrustedDocumentsMode } from '../config/config.js';
 import { DatabaseService } from '../database/database.service.js';
 import { isAdmin, type Caller } from '../identity/caller.js';
@@ -117,14 +117,21 @@ export class TrustedDocumentsService implements OnApplicationBootstrap {
     return { manifest, version, updatedAt };
   }
 
-  /** Replaces the manifest (ADMIN): checked against the schema first; nothing changes on a problem. */
-  async replace(caller: Caller, body: unknown): Promise<ManifestView> {
+  /**
+   * Replaces the manifest (ADMIN): checked against the schema first, and `precondition` (If-Match)
+   * against the stored one inside the write's transaction; nothing changes on a problem.
+   */
+  async replace(
+    caller: Caller,
+    body: unknown,
+    precondition?: (current: ManifestView) => boolean,
+  ): Promise<ManifestView> {
     this.assertAdmin(caller);
     const checked = checkManifest(body, this.servedSchema());
     if ('errors' in checked) {
       throw ValidationFailed(checked.errors, 'The trusted documents manifest is not valid');
     }
-    await this.store(checked.manifest, null, caller);
+    await this.store(checked.manifest, null, caller, precondition);
     return this.current(caller);
   }
 
@@ -171,10 +178,22 @@ export class TrustedDocumentsService implements OnApplicationBootstrap {
     manifest: Manifest,
     fileSha: string | null,
     actor: Caller | 'system',
+    precondition?: (current: ManifestView) => boolean,
   ): Promise<void> {
-    const before = await this.documents.current();
-    const beforeCount = before ? (JSON.parse(before.manifest) as Manifest).operations.length : null;
     await this.db.transaction(async (tx) => {
+      const before = await this.documents.current(tx.manager);
+      const beforeManifest = before ? (JSON.parse(before.manifest) as Manifest) : undefined;
+      const current: ManifestView = {
+        manifest: beforeManifest ?? EMPTY.manifest,
+        version: before?.version ?? 0,
+        updatedAt: before?.updatedAt ?? null,
+      };
+      if (precondition && !precondition(current)) {
+        throw PreconditionFailed(
+          'The trusted documents manifest has changed (If-Match does not match)',
+        );
+      }
+      const beforeCount = beforeManifest ? beforeManifest.operations.length : null;
       const version = await this.documents.replace(
         tx.manager,
         JSON.stringify(manifest),

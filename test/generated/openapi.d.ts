@@ -12375,7 +12375,10 @@ export interface operations {
          */
         api_key?: components['parameters']['ApiKeyQuery'];
       };
-      header?: never;
+      header?: {
+        /** @description The `ETag` of the version you changed (e.g. `"2c-1yW8Lh5nEkq3vZ0mHkq8aA"`): 412 if the resource has changed since. */
+        'if-match'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -12451,6 +12454,19 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotAcceptableError'];
+        };
+      };
+      /** @description `If-Match` does not match the current `ETag`. */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'RateLimit-Limit': components['headers']['RateLimit-Limit'];
+          'RateLimit-Remaining': components['headers']['RateLimit-Remaining'];
+          'RateLimit-Reset': components['headers']['RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PreconditionFailedError'];
         };
       };
       /** @description The body exceeds 1 MiB. */
