@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -7,7 +8,13 @@ import { join } from 'node:path';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { freshDatabaseUrl, usingPostgres, usingRedis } from './helpers/app.js';
+import {
+  freshDatabaseUrl,
+  startApp,
+  usingPostgres,
+  usingRedis,
+  type TestApp,
+} from './helpers/app.js';
 import { serviceBuild } from './helpers/build.js';
 import { client, type Client } from './helpers/http.js';
 import { OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
@@ -417,5 +424,41 @@ describe('OpenTelemetry traces of the running service', () => {
         otlp.trace(caller.traceId).filter((s) => s.name === 'POST webhook user.created').length ===
         3,
     );
+  });
+});
+
+describe('tracing off', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(() => t?.close());
+
+  it('without an OTLP endpoint no answer names a trace and an error body has no trace_id', async () => {
+    const caller = callerContext();
+    const res = await client(t.url).get('/api/v1/users/usr_doesnotexist0000000000', {
+      headers: { traceparent: caller.traceparent },
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('traceparent')).toBeNull();
+    expect(res.body.error.trace_id).toBeUndefined();
+  });
+
+  it('an OTLP protocol the service cannot send stops the boot with one line naming the variable', async () => {
+    const child = spawn(process.execPath, [join(serviceBuild(), 'main.js')], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      },
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(1);
+    expect(err.trim().split('\n')).toEqual([
+      'OTEL_EXPORTER_OTLP_PROTOCOL must be one of http/protobuf, http/json (got "grpc")',
+    ]);
   });
 });

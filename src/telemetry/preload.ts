@@ -66,7 +66,13 @@ function startSdk(settings: TracingSettings): void {
   process.once('SIGINT', stop);
 }
 
-const settings = tracingSettings();
+let settings: TracingSettings | undefined;
+try {
+  settings = tracingSettings();
+} catch (err) {
+  console.error((err as Error).message); // one clear line naming the variable, as config errors
+  process.exit(1);
+}
 if (settings !== undefined) {
   startSdk(settings);
 }
