@@ -133,7 +133,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly shutdown: ShutdownState,
     private readonly metrics: MetricsService,
     private readonly refusals: UpgradeRefusals,
-    private readonly trustedDocuments: TrustedDocumentsPlugin,
+    private readonly trusted: TrustedDocumentsPlugin,
     private readonly hooks: WsOperationHooks,
   ) {
     this.onUpgrade = upgradeHandler({
@@ -328,12 +328,7 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
       ];
     }
     // trusted documents, as over HTTP (persisted/trusted-documents.plugin.ts)
-    const untrusted = this.trustedDocuments.refusal({
-      caller,
-      source: payload.query,
-      document,
-      operation,
-    });
+    const untrusted = this.trusted.refusal({ caller, source: payload.query, document, operation });
     if (untrusted) {
       return [untrusted];
     }
