@@ -39,7 +39,7 @@ import type { GqlContext } from './context.js';
 import { GraphqlContextFactory } from './context.factory.js';
 import { CLOSE_CREDENTIALS_LAPSED, CurrentRights, SocketCaller } from './current-rights.js';
 import { depthLimitRule } from './depth-limit.rule.js';
-import { introspectionResult, isIntrospectionQuery } from './introspection-cache.js';
+import { executeOrCached, isIntrospectionQuery } from './introspection-cache.js';
 import { operationGate } from './operation-gate.js';
 import { TrustedDocumentsPlugin } from './persisted/trusted-documents.plugin.js';
 import { variablesTooLarge, variablesViolation } from './request-limits.js';
@@ -60,7 +60,7 @@ import { handshakeRefusal, UpgradeRefusals } from './upgrade-refusals.js';
 import { upgradeHandler } from './ws/upgrade-handler.js';
 import { WsDocuments } from './ws/ws-documents.js';
 import { GroupResults, type GroupResult } from './ws/group-results.js';
-import { clientWentAway, credentialsLapsed } from './ws/ws-errors.js';
+import { clientWentAway, credentialsLapsed, wentAway } from './ws/ws-errors.js';
 import { clientValue, WsOperationHooks, type WsResultDecorator } from './ws/operation-hooks.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -238,27 +238,11 @@ export class GraphqlWsServer implements OnApplicationBootstrap, OnModuleDestroy 
           return answer;
         },
         subscribe: (args) => this.subscribeCharged(args),
-        execute: (args) => {
-          const source = this.introspectionOf.get(args.contextValue as object);
-          return source === undefined
-            ? execute(args)
-            : introspectionResult(
-                args.schema,
-                args.document,
-                source,
-                args.operationName,
-                args.variableValues,
-              );
-        },
+        execute: (args) =>
+          executeOrCached(args, this.introspectionOf.get(args.contextValue as object)),
         onError: (ctx, id, _payload, errors) => {
           if (clientWentAway(errors)) {
-            // the client dropped its socket while an event was being written (write ECONNRESET,
-            // EPIPE): nothing is wrong with the server, and nothing can be sent any more
-            this.logger.log(
-              { operation: id, err: errors[0]?.message },
-              'subscriber went away while an event was being sent',
-            );
-            return errors.map((e) => ({ message: e.message }));
+            return wentAway(this.logger, id, errors); // nothing wrong here, nothing left to send
           }
           this.telemetry.failed(ctx.extra, id, errors);
           return errors.map((e) => this.documents.format(e));

@@ -1,5 +1,7 @@
 import {
+  execute,
   executeSync,
+  type ExecutionArgs,
   OperationTypeNode,
   type DocumentNode,
   type ExecutionResult,
@@ -105,4 +107,23 @@ export function introspectionResult(
     cache.bytes -= entry.bytes;
   }
   return result;
+}
+
+/**
+ * graphql-js `execute`, or, for an introspection-only query whose text is `source`, its cached
+ * answer (the WebSocket server's operations; over HTTP the GraphQL module does the same).
+ */
+export function executeOrCached(
+  args: ExecutionArgs,
+  source: string | undefined,
+): ReturnType<typeof execute> {
+  return source === undefined
+    ? execute(args)
+    : introspectionResult(
+        args.schema,
+        args.document,
+        source,
+        args.operationName,
+        args.variableValues,
+      );
 }

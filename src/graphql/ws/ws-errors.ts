@@ -1,4 +1,5 @@
-import { GraphQLError } from 'graphql';
+import type { Logger } from '@nestjs/common';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 
 /** The error of an operation whose credentials lapsed (the socket is closed with 4403 too). */
 export function credentialsLapsed(): GraphQLError {
@@ -27,4 +28,20 @@ export function clientWentAway(errors: readonly GraphQLError[]): boolean {
       return code !== undefined && GONE_CODES.has(code);
     })
   );
+}
+
+/**
+ * The client dropped its socket while an event was being written (write ECONNRESET, EPIPE): nothing
+ * is wrong with the server and nothing can be sent any more, so an `info` line, not an error.
+ */
+export function wentAway(
+  logger: Logger,
+  operation: string,
+  errors: readonly GraphQLError[],
+): GraphQLFormattedError[] {
+  logger.log(
+    { operation, err: errors[0]?.message },
+    'subscriber went away while an event was being sent',
+  );
+  return errors.map((e) => ({ message: e.message }));
 }
