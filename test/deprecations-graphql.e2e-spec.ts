@@ -75,6 +75,24 @@ async function overWebSocket(
   }
 }
 
+/**
+ * Waits until each instance's REST report holds `expected` for `Post.content` (each instance writes
+ * its counts in batches), then checks both reports hold exactly that. Only the clients named in
+ * `expected` are compared: the file's other tests use the field on the same pair too.
+ */
+async function expectUsage(bases: string[], bearer: string, expected: Usage): Promise<void> {
+  const ours = (usage: Usage): Usage =>
+    Object.fromEntries(Object.keys(expected).map((k) => [k, usage[k] ?? 0]));
+  for (const base of bases) {
+    await waitFor(
+      async () => JSON.stringify(ours(await restUsage(base, bearer))) === JSON.stringify(expected),
+      { intervalMs: 200, what: 'the REST report to hold the expected counts' },
+    );
+    expect(ours(await restUsage(base, bearer))).toEqual(expected);
+    expect(ours(await graphqlUsage(base, bearer))).toEqual(expected);
+  }
+}
+
 /** Two API keys and a named client use `Post.content` 2, 1 and 1 times on `a` and `b`. */
 async function useDeprecatedField(a: string, b: string) {
   const admin = await adminClient(a);
@@ -117,20 +135,7 @@ describe('GraphQL deprecations: usage per client', () => {
 
   it('two API keys and a named client calling Post.content 2, 1 and 1 times appear with exactly those counts in the REST and GraphQL reports of both instances', async () => {
     const { bearer, expected } = await useDeprecatedField(pair.a.url, pair.b.url);
-    // the clients of this test only (the file's other tests, in any order, use the field as
-    // `first-party` on the same pair)
-    const ours = (usage: Usage): Usage =>
-      Object.fromEntries(Object.keys(expected).map((k) => [k, usage[k] ?? 0]));
-    // each instance writes its own counts in batches: wait until both are in, then they are exact
-    for (const base of [pair.a.url, pair.b.url]) {
-      await waitFor(
-        async () =>
-          JSON.stringify(ours(await restUsage(base, bearer))) === JSON.stringify(expected),
-        { intervalMs: 200, what: 'the REST report to hold the expected counts' },
-      );
-      expect(ours(await restUsage(base, bearer))).toEqual(expected);
-      expect(ours(await graphqlUsage(base, bearer))).toEqual(expected);
-    }
+    await expectUsage([pair.a.url, pair.b.url], bearer, expected);
   });
 
   it('an answer that selected a deprecated field carries extensions.deprecations (path, element, reason); one that did not, none', async () => {
@@ -185,15 +190,8 @@ describe('GraphQL deprecations: usage per client', () => {
     const plain = await overWebSocket(pair.b.url, named, PLAIN);
     expect(plain.extensions?.deprecations).toBeUndefined();
     const expected: Usage = { [`api_key:${key.id}`]: 1, 'name:ws-dashboard@3': 2 };
-    const ours = (usage: Usage): Usage =>
-      Object.fromEntries(Object.keys(expected).map((k) => [k, usage[k] ?? 0]));
+    await expectUsage([pair.a.url, pair.b.url], bearer, expected);
     for (const base of [pair.a.url, pair.b.url]) {
-      await waitFor(
-        async () =>
-          JSON.stringify(ours(await restUsage(base, bearer))) === JSON.stringify(expected),
-        { intervalMs: 200, what: 'the REST report to hold the WebSocket counts' },
-      );
-      expect(ours(await graphqlUsage(base, bearer))).toEqual(expected);
       expect(
         await restUsage(base, bearer, 'Mutation.updateUser(name:)').then(
           (u) => u[`api_key:${key.id}`],

@@ -80,7 +80,11 @@ const NOT_ACCEPTABLE =
   "An 'accept' header was provided for this request which does not accept " +
   'application/json; charset=utf-8 or application/graphql-response+json; charset=utf-8';
 
-function send(
+/**
+ * Refuses a GraphQL request before Apollo sees it, in GraphQL's error shape: 400 when the client
+ * accepts `application/graphql-response+json` (GraphQL over HTTP), else 200 (or `status`).
+ */
+export function sendGraphqlRefusal(
   req: FastifyRequest,
   reply: FastifyReply,
   error: GraphQLError,
@@ -131,13 +135,13 @@ export function registerRequestLimits(fastify: FastifyInstance, path: string): v
     ) {
       // Apollo negotiates this after executing the operation: a mutation would be applied, then 406
       const error = new GraphQLError(NOT_ACCEPTABLE, { extensions: { code: 'BAD_REQUEST' } });
-      send(req, reply, error, 406);
+      sendGraphqlRefusal(req, reply, error, 406);
       return;
     }
     if (typeof params.query === 'string') {
       const refusal = documentRefusal(params.query);
       if (refusal) {
-        send(req, reply, refusal);
+        sendGraphqlRefusal(req, reply, refusal);
         return;
       }
     }

@@ -17,9 +17,9 @@ import { BoundedLabel } from '../../metrics/bounded-label.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import { TrustedDocumentsService } from '../../trusted-documents/trusted-documents.service.js';
 import type { GqlContext } from '../context.js';
-import { formatGraphqlError } from '../format-error.js';
 import { wantsGraphqlResponseJson } from '../media-type.js';
 import { isIntrospectionOnly } from '../operation-rules.js';
+import { sendGraphqlRefusal } from '../request-limits.js';
 
 /** One operation as the trust check sees it, from HTTP or WebSocket. */
 export interface TrustedOperationCheck {
@@ -182,7 +182,7 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, O
     if (documentId !== undefined) {
       const listed = typeof documentId === 'string' ? this.documents.byId(documentId) : undefined;
       if (!listed) {
-        this.send(req, reply, notFound());
+        sendGraphqlRefusal(req, reply, notFound());
         return false;
       }
       delete params.documentId;
@@ -218,19 +218,5 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, O
       search.set('query', body);
       req.raw.url = `${at >= 0 ? req.raw.url?.slice(0, at) : req.raw.url}?${search.toString()}`;
     }
-  }
-
-  private send(req: FastifyRequest, reply: FastifyReply, error: GraphQLError): void {
-    const strict = wantsGraphqlResponseJson(req.headers.accept);
-    void reply
-      .code(strict ? 400 : 200)
-      .header(
-        'content-type',
-        strict
-          ? 'application/graphql-response+json; charset=utf-8'
-          : 'application/json; charset=utf-8',
-      )
-      .header('cache-control', 'no-store')
-      .send(JSON.stringify({ errors: [formatGraphqlError(error.toJSON(), error)] }));
   }
 }
