@@ -31,7 +31,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const MANIFEST_MEMBERS = new Set(['format', 'version', 'operations']);
+const MANIFEST_MEMBERS_REQUIRED = ['format', 'version', 'operations'] as const;
+const MANIFEST_MEMBERS = new Set<string>(MANIFEST_MEMBERS_REQUIRED);
 const OPERATION_MEMBERS = new Set(['id', 'name', 'type', 'body']);
 
 /** Members the format does not define are refused, as every request body's are (docs/contract.md). */
@@ -63,14 +64,20 @@ export function checkManifest(
     return { errors: [{ message: 'must be a JSON object' }] };
   }
   unknownMembers(value, MANIFEST_MEMBERS, '', errors);
-  if (value.format !== MANIFEST_FORMAT) {
+  const missing = MANIFEST_MEMBERS_REQUIRED.filter((member) => value[member] === undefined);
+  for (const member of missing) {
+    errors.push({ field: member, message: `${member} is required` }); // as every input reports it
+  }
+  if (value.format !== undefined && value.format !== MANIFEST_FORMAT) {
     errors.push({ field: 'format', message: `must be "${MANIFEST_FORMAT}"` });
   }
-  if (value.version !== 1) {
+  if (value.version !== undefined && value.version !== 1) {
     errors.push({ field: 'version', message: 'must be 1' });
   }
   if (!Array.isArray(value.operations)) {
-    errors.push({ field: 'operations', message: 'must be an array' });
+    if (value.operations !== undefined) {
+      errors.push({ field: 'operations', message: 'must be an array' });
+    }
     return { errors };
   }
   if (value.operations.length === 0) {
