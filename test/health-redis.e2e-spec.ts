@@ -108,38 +108,44 @@ async function timedStart(env: Record<string, string>) {
 }
 
 describe('Redis down at boot', () => {
-  it('boots about as fast as without Redis, and readiness says Redis is down', async () => {
-    const url = `redis://127.0.0.1:${await closedPort()}`;
-    // warm (module loading, first schema build) so that the timed boots compare like for like
-    await (await startApp({ REDIS_URL: '' })).close();
-    // the fastest of three boots each, alternating, so that one slow boot on a busy machine does
-    // not count
-    let withoutMs = Infinity;
-    let downMs = Infinity;
-    for (let i = 0; i < 2; i++) {
+  // a timing comparison of boots: on a loaded CI machine one set of boots can run seconds slow
+  // (seen once at +3.3 s while the PostgreSQL run shared the machine), so it gets a second try
+  it(
+    'boots about as fast as without Redis, and readiness says Redis is down',
+    { retry: 1 },
+    async () => {
+      const url = `redis://127.0.0.1:${await closedPort()}`;
+      // warm (module loading, first schema build) so that the timed boots compare like for like
+      await (await startApp({ REDIS_URL: '' })).close();
+      // the fastest of three boots each, alternating, so that one slow boot on a busy machine does
+      // not count
+      let withoutMs = Infinity;
+      let downMs = Infinity;
+      for (let i = 0; i < 2; i++) {
+        const without = await timedStart({ REDIS_URL: '' });
+        await without.t.close();
+        withoutMs = Math.min(withoutMs, without.ms);
+        const down = await timedStart({ REDIS_URL: url });
+        await down.t.close();
+        downMs = Math.min(downMs, down.ms);
+      }
       const without = await timedStart({ REDIS_URL: '' });
       await without.t.close();
       withoutMs = Math.min(withoutMs, without.ms);
       const down = await timedStart({ REDIS_URL: url });
-      await down.t.close();
       downMs = Math.min(downMs, down.ms);
-    }
-    const without = await timedStart({ REDIS_URL: '' });
-    await without.t.close();
-    withoutMs = Math.min(withoutMs, without.ms);
-    const down = await timedStart({ REDIS_URL: url });
-    downMs = Math.min(downMs, down.ms);
-    try {
-      // was ~5 s more (2 s rate-limit store wait + 3 s event-bus wait, each for a Redis refusing)
-      expect(downMs - withoutMs).toBeLessThan(1_500);
-      const r = await ready(down.t);
-      expect(r).toEqual({ status: 503, database: 'up', redis: 'down' });
-      // the API still serves (rate limits fail open)
-      expect((await request(down.t.url, '/api/v1/auth/me')).status).toBe(401);
-    } finally {
-      await down.t.close();
-    }
-  });
+      try {
+        // was ~5 s more (2 s rate-limit store wait + 3 s event-bus wait, each for a Redis refusing)
+        expect(downMs - withoutMs).toBeLessThan(1_500);
+        const r = await ready(down.t);
+        expect(r).toEqual({ status: 503, database: 'up', redis: 'down' });
+        // the API still serves (rate limits fail open)
+        expect((await request(down.t.url, '/api/v1/auth/me')).status).toBe(401);
+      } finally {
+        await down.t.close();
+      }
+    },
+  );
 });
 
 describe.skipIf(!usingRedis)(
