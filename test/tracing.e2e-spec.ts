@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'graphql-ws';
@@ -17,6 +16,7 @@ import {
 } from './helpers/app.js';
 import { serviceBuild } from './helpers/build.js';
 import { client, type Client } from './helpers/http.js';
+import { freePort } from './helpers/rate-limit.js';
 import { OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
 import { waitFor } from './helpers/wait.js';
 import { WebhookReceiver } from './helpers/webhook-receiver.js';
@@ -31,16 +31,6 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const ADMIN = { email: 'trace-admin@example.com', password: 'trace-admin-password-1' };
 const SERVER = 2;
 const CLIENT = 3;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Instance {
   base: string;
