@@ -148,6 +148,8 @@ describe('Apollo Federation 2 subgraph (GRAPHQL_FEDERATION=true)', () => {
       null,
       { __typename: 'Post', id: ids.post, title: 'federated' },
     ]);
+    // no error: a missing entity is a null (the router's convention), not a NOT_FOUND
+    expect(res.body.errors).toBeUndefined();
   });
 
   it('refuses anonymous _entities and _service like any non-introspection query (401)', async () => {

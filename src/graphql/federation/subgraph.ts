@@ -15,6 +15,7 @@ import {
   type GraphQLSchema,
   type ObjectTypeDefinitionNode,
 } from 'graphql';
+import { DomainError } from '../../common/errors.js';
 import type { GqlContext } from '../context.js';
 import type { NodeRegistry } from '../node.js';
 import { typeNameOf } from '../node.js';
@@ -90,7 +91,8 @@ function resolversOf(schema: GraphQLSchema): ResolverMap {
  * its id prefix (the read rules of the type's own root field), `_entities` and `_service` carry
  * `node`'s `@auth` (role and scopes, applied by the auth transformer that runs after this), and the
  * cost rule counts `_entities` like a list of as many `node` results as it has representations
- * (cost.ts). A representation whose id names another type resolves to null, as an unknown id does.
+ * (cost.ts). A representation whose id names another type resolves to null, as an unknown id (or one
+ * the caller may not read, which `node(id)` answers NOT_FOUND) does, without an error.
  */
 export function asSubgraph(schema: GraphQLSchema, nodes: NodeRegistry): GraphQLSchema {
   const typeDefs = visit(parse(printSchemaWithDirectives(schema)), {
@@ -111,7 +113,13 @@ export function asSubgraph(schema: GraphQLSchema, nodes: NodeRegistry): GraphQLS
         if (typeof reference.id !== 'string') {
           return null;
         }
-        const found = await nodes.fetch(ctx, reference.id);
+        const found = await nodes.fetch(ctx, reference.id).catch((error: unknown) => {
+          // what node(id) reports as NOT_FOUND is a null entity: the router's convention
+          if (error instanceof DomainError && error.code === 'not_found') {
+            return undefined;
+          }
+          throw error;
+        });
         return found && typeNameOf(found) === typeName ? found : null;
       },
     };
