@@ -33,7 +33,7 @@ import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
 import { NodeRegistry } from './node.js';
 import { PlainResolvers } from './plain-resolvers.js';
-import { registerRequestLimits } from './request-limits.js';
+import { registerGraphqlPreHandler, requestLimits } from './request-limits.js';
 import { guardLargeFields } from './response-size.js';
 import './role.graphql.js';
 
@@ -83,7 +83,7 @@ function apolloOptions(
     autoTransformHttpErrors: false,
     formatError: formatGraphqlError,
     validationRules: [depthLimitRule()],
-    // documents over the limits are refused before Apollo sees them (registerRequestLimits); the
+    // documents over the limits are refused before Apollo sees them (requestLimits in request-limits.ts); the
     // token bound is repeated here, and validation stops after a few errors (each costs a scan)
     parseOptions: { maxTokens: DOCUMENT_LIMITS.maxTokens },
     validationOptions: { maxErrors: MAX_VALIDATION_ERRORS },
@@ -136,12 +136,14 @@ export class GraphqlApiModule implements OnModuleInit {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly trusted: TrustedDocumentsPlugin,
   ) {}
 
   onModuleInit(): void {
-    registerRequestLimits(
+    registerGraphqlPreHandler(
       this.adapterHost.httpAdapter.getInstance<FastifyInstance>(),
       GRAPHQL_PATH,
+      [this.trusted.resolveDocument, requestLimits],
     );
     if (this.config.graphqlDevelopment) {
       registerLandingPage(

@@ -105,8 +105,47 @@ export function sendGraphqlRefusal(
 }
 
 /**
- * Runs before Apollo on `POST|GET <path>`: an operation whose `Accept` allows no result type is
- * refused with 406 before it runs (Apollo's own check comes after execution). A document over the limits of document-limits.ts
+ * One step of the GraphQL pre-handler: it reads (and may rewrite) the request's parameters (a POST's
+ * JSON body or a GET's query string). False when it has answered the request itself.
+ */
+export type GraphqlPreStep = (
+  req: FastifyRequest,
+  reply: FastifyReply,
+  params: Record<string, unknown>,
+) => boolean;
+
+/**
+ * The one Fastify preHandler before Apollo on `POST|GET <path>`: the route is checked and the
+ * parameters read once, then each step runs in order until one answers (trusted documents first,
+ * which may put a listed body in place of a `documentId`, then `requestLimits`).
+ */
+export function registerGraphqlPreHandler(
+  fastify: FastifyInstance,
+  path: string,
+  steps: readonly GraphqlPreStep[],
+): void {
+  fastify.addHook('preHandler', (req, reply, done) => {
+    if ((req.method !== 'POST' && req.method !== 'GET') || routeUrl(req) !== path) {
+      done();
+      return;
+    }
+    const params = req.method === 'GET' ? req.query : req.body;
+    if (!params || typeof params !== 'object' || Array.isArray(params)) {
+      done();
+      return;
+    }
+    for (const step of steps) {
+      if (!step(req, reply, params as Record<string, unknown>)) {
+        return;
+      }
+    }
+    done();
+  });
+}
+
+/**
+ * Before Apollo: an operation whose `Accept` allows no result type is refused with 406 before it
+ * runs (Apollo's own check comes after execution). A document over the limits of document-limits.ts
  * (tokens, fields, aliases, same-name field pairs, arguments, directives) is refused with
  * QUERY_TOO_COMPLEX before graphql-js validation could spend seconds on it. Status as for every
  * GraphQL request error: 400 under application/graphql-response+json, 200 under application/json.
@@ -114,37 +153,23 @@ export function sendGraphqlRefusal(
  * (Variables over HTTP are bounded earlier, by the JSON body parser and the GET query-string check
  * of app.factory.ts, with the same numbers as VARIABLES_LIMITS.)
  */
-export function registerRequestLimits(fastify: FastifyInstance, path: string): void {
-  fastify.addHook('preHandler', (req, reply, done) => {
-    if ((req.method !== 'POST' && req.method !== 'GET') || routeUrl(req) !== path) {
-      done();
-      return;
+export const requestLimits: GraphqlPreStep = (req, reply, params) => {
+  const accept = req.headers.accept;
+  if (
+    !acceptsGraphqlResult(accept) &&
+    (req.method === 'POST' || (params.query !== undefined && !prefersHtml(accept)))
+  ) {
+    // Apollo negotiates this after executing the operation: a mutation would be applied, then 406
+    const error = new GraphQLError(NOT_ACCEPTABLE, { extensions: { code: 'BAD_REQUEST' } });
+    sendGraphqlRefusal(req, reply, error, 406);
+    return false;
+  }
+  if (typeof params.query === 'string') {
+    const refusal = documentRefusal(params.query);
+    if (refusal) {
+      sendGraphqlRefusal(req, reply, refusal);
+      return false;
     }
-    const params = (req.method === 'GET' ? req.query : req.body) as
-      | { query?: unknown }
-      | undefined
-      | null;
-    if (!params || typeof params !== 'object' || Array.isArray(params)) {
-      done();
-      return;
-    }
-    const accept = req.headers.accept;
-    if (
-      !acceptsGraphqlResult(accept) &&
-      (req.method === 'POST' || (params.query !== undefined && !prefersHtml(accept)))
-    ) {
-      // Apollo negotiates this after executing the operation: a mutation would be applied, then 406
-      const error = new GraphQLError(NOT_ACCEPTABLE, { extensions: { code: 'BAD_REQUEST' } });
-      sendGraphqlRefusal(req, reply, error, 406);
-      return;
-    }
-    if (typeof params.query === 'string') {
-      const refusal = documentRefusal(params.query);
-      if (refusal) {
-        sendGraphqlRefusal(req, reply, refusal);
-        return;
-      }
-    }
-    done();
-  });
-}
+  }
+  return true;
+};

@@ -6,12 +6,10 @@ import type {
   GraphQLServerContext,
 } from '@apollo/server';
 import { Plugin } from '@nestjs/apollo';
-import { Logger, type OnModuleInit } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Logger } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
 import { GraphQLError, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { Counter } from 'prom-client';
-import { routeUrl } from '../../http/route-url.js';
 import type { MaybeCaller } from '../../identity/caller.js';
 import { BoundedLabel } from '../../metrics/bounded-label.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
@@ -19,7 +17,7 @@ import { TrustedDocumentsService } from '../../trusted-documents/trusted-documen
 import type { GqlContext } from '../context.js';
 import { wantsGraphqlResponseJson } from '../media-type.js';
 import { isIntrospectionOnly } from '../operation-rules.js';
-import { sendGraphqlRefusal } from '../request-limits.js';
+import { sendGraphqlRefusal, type GraphqlPreStep } from '../request-limits.js';
 
 /** One operation as the trust check sees it, from HTTP or WebSocket. */
 export interface TrustedOperationCheck {
@@ -30,9 +28,6 @@ export interface TrustedOperationCheck {
   /** `apollographql-client-name`, when the client gives one (a metric label). */
   clientName?: string;
 }
-
-/** The GraphQL endpoint (graphql-ws.server.ts's GRAPHQL_PATH, which imports this file). */
-const GRAPHQL_PATH = '/graphql';
 
 /** Documents hashed already: the SHA-256 of a parsed document's text (Apollo reuses DocumentNodes). */
 const bodyHashes = new WeakMap<DocumentNode, string>();
@@ -60,7 +55,7 @@ function single(value: unknown): unknown {
 /**
  * Trusted documents on the GraphQL transport (docs/graphql.md "Trusted documents"):
  *
- * - before Apollo (a Fastify preHandler on /graphql, POST and GET): `{"documentId": "<id>"}` is
+ * - before Apollo (a step of the GraphQL pre-handler on /graphql, POST and GET): `{"documentId": "<id>"}` is
  *   replaced by the manifest's body (an unknown id answers PERSISTED_QUERY_NOT_FOUND), and an APQ
  *   hash without text whose body is in the manifest gets that body, so a listed operation runs by
  *   hash on any instance without registering it first;
@@ -72,7 +67,7 @@ function single(value: unknown): unknown {
  *   free text (counted), under the cost limits. Introspection-only operations always run.
  */
 @Plugin()
-export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, OnModuleInit {
+export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext> {
   private readonly logger = new Logger('TrustedDocuments');
   private readonly untrusted: Counter<'client'>;
   private readonly clientNames = new BoundedLabel(50, 64);
@@ -80,7 +75,6 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, O
 
   constructor(
     private readonly documents: TrustedDocumentsService,
-    private readonly adapterHost: HttpAdapterHost,
     metrics: MetricsService,
   ) {
     this.untrusted = new Counter({
@@ -89,16 +83,6 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, O
       labelNames: ['client'],
       registers: [metrics.registry],
     });
-  }
-
-  onModuleInit(): void {
-    this.adapterHost.httpAdapter
-      .getInstance<FastifyInstance>()
-      .addHook('preHandler', (req, reply, done) => {
-        if (this.resolveDocument(req, reply)) {
-          done();
-        }
-      });
   }
 
   async serverWillStart({ schema }: GraphQLServerContext): Promise<void> {
@@ -167,17 +151,11 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, O
   }
 
   /**
-   * `documentId` (POST body or GET query string) becomes the listed body; an APQ hash alone whose
-   * body is listed gets it. False when the request was answered here (unknown documentId).
+   * The step of the GraphQL pre-handler (request-limits.ts): `documentId` (POST body or GET query
+   * string) becomes the listed body; an APQ hash alone whose body is listed gets it. False when the
+   * request was answered here (unknown documentId).
    */
-  private resolveDocument(req: FastifyRequest, reply: FastifyReply): boolean {
-    if ((req.method !== 'POST' && req.method !== 'GET') || routeUrl(req) !== GRAPHQL_PATH) {
-      return true;
-    }
-    const params = (req.method === 'GET' ? req.query : req.body) as Record<string, unknown> | null;
-    if (!params || typeof params !== 'object' || Array.isArray(params)) {
-      return true;
-    }
+  readonly resolveDocument: GraphqlPreStep = (req, reply, params) => {
     const documentId = single(params.documentId);
     if (documentId !== undefined) {
       const listed = typeof documentId === 'string' ? this.documents.byId(documentId) : undefined;
@@ -206,7 +184,7 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext>, O
       }
     }
     return true;
-  }
+  };
 
   /** Apollo reads a POST's body, and a GET's query string from the URL (not `req.query`). */
   private setQuery(req: FastifyRequest, params: Record<string, unknown>, body: string): void {
