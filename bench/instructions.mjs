@@ -162,7 +162,7 @@ async function startApp(checkout, workDir, stops, label) {
 }
 
 /** valgrind's command line: callgrind, instrumentation off until `count` turns it on. */
-function callgrind(outFile) {
+export function callgrind(outFile) {
   return [
     'valgrind',
     '--tool=callgrind',
@@ -194,7 +194,7 @@ async function startBare(root, workDir, stops) {
  * Warm-up, then the instructions of REQUESTS requests (instrumentation on only meanwhile); a
  * scenario may set its own `warmup` and `requests`.
  */
-async function count(server, scenario) {
+export async function count(server, scenario) {
   const { warmup = WARMUP, requests = REQUESTS } = scenario;
   await send(server, scenario, warmup);
   control(server, ['--zero']);
@@ -240,7 +240,7 @@ function control(server, args) {
   }
 }
 
-async function send(server, scenario, n) {
+export async function send(server, scenario, n) {
   let next = 0;
   const worker = async () => {
     while (next < n) {

@@ -4,6 +4,7 @@
 //        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
 //        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
 //        npm run bench -- --instructions [--compare <checkout>]   (instructions per request: bench/instructions.mjs)
+//        npm run bench -- --trusted-documents [--instructions]   (documentId vs text: bench/trusted-documents.mjs)
 //        npm run bench -- --webhooks   (10,000 events to 10 endpoints, one failing half the time: bench/webhooks.mjs)
 //        npm run bench -- --replay-flood   (USERs replaying messageAdded(after:) at the default caps: bench/replay-flood.mjs)
 // Environment:
@@ -77,17 +78,18 @@ if (args.abuse) {
   process.exit(0);
 }
 
+// `--trusted-documents [--instructions]`: a GraphQL request by documentId against the same by text,
+// in CPU time or in instructions (bench/trusted-documents.mjs)
+if (args['trusted-documents']) {
+  const { runTrustedDocuments } = await import('./trusted-documents.mjs');
+  await runTrustedDocuments({ root: ROOT, instructions: args.instructions });
+  process.exit(0);
+}
+
 // `--instructions`: instructions per request under valgrind's callgrind (bench/instructions.mjs)
 if (args.instructions) {
   const { runInstructions } = await import('./instructions.mjs');
   await runInstructions({ root: ROOT, compare: args.compare });
-  process.exit(0);
-}
-
-// `--trusted-documents`: a GraphQL request by documentId against the same by text (bench/trusted-documents.mjs)
-if (args['trusted-documents']) {
-  const { runTrustedDocuments } = await import('./trusted-documents.mjs');
-  await runTrustedDocuments({ root: ROOT });
   process.exit(0);
 }
 

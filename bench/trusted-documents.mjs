@@ -9,10 +9,13 @@
 // BENCH_DURATION seconds (default 5) each, after BENCH_WARMUP seconds (default 2) of each shape;
 // server CPU per request from /proc (the app pinned to one CPU and the load generator to another
 // when `taskset` exists). Prints each round and the median ratio documentId / text of CPU per request.
+// With `--instructions`, the app runs under callgrind instead and each shape's mutator instructions
+// per request are counted as bench/instructions.mjs counts them (independent of the machine's load).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { callgrind, count, send } from './instructions.mjs';
 import { pacedLoad } from './paced-load.mjs';
 import { cpuMs, post, startBuiltApp } from './plumbing.mjs';
 
@@ -25,8 +28,9 @@ const QUERY = 'query Me { me { id name } }';
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-export async function runTrustedDocuments({ root }) {
-  const pin = spawnSync('taskset', ['-V']).status === 0 && !process.env.BENCH_NO_PIN;
+export async function runTrustedDocuments({ root, instructions = false }) {
+  const pin =
+    !instructions && spawnSync('taskset', ['-V']).status === 0 && !process.env.BENCH_NO_PIN;
   if (pin) {
     spawnSync('taskset', ['-cp', process.env.BENCH_CLIENT_CPU ?? '1', String(process.pid)]);
   }
@@ -50,7 +54,12 @@ export async function runTrustedDocuments({ root }) {
       // the cost budget counts but never refuses, as RATE_LIMIT does for requests
       GRAPHQL_COST_BUDGET: '1000000000',
     },
-    wrap: pin ? ['taskset', '-c', process.env.BENCH_SERVER_CPU ?? '0'] : [],
+    wrap: instructions
+      ? callgrind(join(dir, 'app.callgrind'))
+      : pin
+        ? ['taskset', '-c', process.env.BENCH_SERVER_CPU ?? '0']
+        : [],
+    ...(instructions ? { readyTimeoutMs: 300_000 } : {}),
   });
   try {
     const token = (await post(`${app.url}/api/v1/auth/token`, ADMIN)).json.access_token;
@@ -64,6 +73,10 @@ export async function runTrustedDocuments({ root }) {
       if (!once.json?.data?.me) {
         throw new Error(`${shape.name}: ${JSON.stringify(once.json).slice(0, 300)}`);
       }
+    }
+    if (instructions) {
+      await countShapes(app, dir, shapes, headers);
+      return;
     }
     const load = (shape, duration) =>
       pacedLoad({
@@ -113,4 +126,39 @@ export async function runTrustedDocuments({ root }) {
     await app.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Mutator instructions per request of each shape, the app under callgrind (bench/instructions.mjs). */
+async function countShapes(app, dir, shapes, headers) {
+  // startBuiltApp sets HOST=127.0.0.1, which valgrind names its control files after
+  const server = {
+    name: 'trusted',
+    url: app.url,
+    pid: app.proc.pid,
+    outFile: join(dir, 'app.callgrind'),
+    host: '127.0.0.1',
+  };
+  const scenarios = shapes.map((shape) => ({
+    name: shape.name,
+    method: 'POST',
+    path: '/graphql',
+    headers,
+    body: shape.body,
+  }));
+  // both warmed up before either is counted (the shared request path compiles meanwhile)
+  for (const scenario of scenarios) {
+    await send(server, scenario, Number(process.env.BENCH_INSTR_WARMUP ?? 3000));
+  }
+  const rows = {};
+  for (const scenario of scenarios) {
+    rows[scenario.name] = await count(server, {
+      ...scenario,
+      warmup: Math.ceil(Number(process.env.BENCH_INSTR_WARMUP ?? 3000) / 5),
+    });
+  }
+  console.log(
+    `mutator instructions per request: text ${Math.round(rows.text.mutator)}, documentId ` +
+      `${Math.round(rows.documentId.mutator)}; documentId / text = ` +
+      `${(rows.documentId.mutator / rows.text.mutator).toFixed(3)}`,
+  );
 }
