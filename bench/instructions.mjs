@@ -4,7 +4,7 @@
 // compare builds in one run (--compare). CPU time per request swings by 10-25 % between rounds on a
 // shared machine (bench/README.md).
 //
-//   npm run bench -- --instructions [--compare <another checkout, built>]
+//   npm run bench -- --instructions [--compare <another checkout, built>] [--tracing]
 //
 // Starts the bare Fastify handler (bench/bare-server.mjs) and the built app (dist/main.js, embedded
 // SQLite) under `valgrind --tool=callgrind` with instrumentation off, warms each scenario up with
@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { splitDump } from './callgrind-split.mjs';
 import { freePort, post, seedUsersWithPosts, startBuiltApp, waitReady } from './plumbing.mjs';
+import { startOtlpSink } from './tracing.mjs';
 
 const ADMIN_EMAIL = 'bench-admin@example.com';
 const ADMIN_PASSWORD = 'bench-password-123';
@@ -33,8 +34,12 @@ const CONCURRENCY = 10;
 /** Node's start under valgrind takes 10-30 s here. */
 const READY_TIMEOUT_MS = 300_000;
 
-/** `compare`: the root of another built checkout, counted the same way after this one. */
-export async function runInstructions({ root, compare }) {
+/**
+ * `compare`: the root of another built checkout, counted the same way after this one. `tracing`: this
+ * build twice, first exporting every request's spans to a local OTLP sink (bench/tracing.mjs), then
+ * without an OTLP endpoint (the ` @untraced` rows).
+ */
+export async function runInstructions({ root, compare, tracing = false }) {
   if (spawnSync('valgrind', ['--version']).status !== 0) {
     throw new Error('valgrind is not installed (Debian: apt-get install -y valgrind)');
   }
@@ -54,8 +59,14 @@ export async function runInstructions({ root, compare }) {
         warmup: Math.ceil(WARMUP * 1.2),
       })),
     });
-    for (const [label, checkout] of [['', root], ...(compare ? [[' @compare', compare]] : [])]) {
-      const app = await startApp(resolve(checkout), workDir, stops, label);
+    const sink = tracing ? await startOtlpSink() : undefined;
+    const apps = [
+      [sink ? ' traced' : '', root, sink?.env],
+      ...(sink ? [[' @untraced', root]] : []),
+      ...(compare ? [[' @compare', compare]] : []),
+    ];
+    for (const [label, checkout, env] of apps) {
+      const app = await startApp(resolve(checkout), workDir, stops, label, env);
       const auth = { authorization: `Bearer ${app.token}` };
       const scenarios = [
         {
@@ -107,6 +118,9 @@ export async function runInstructions({ root, compare }) {
         rows.push({ name: scenario.name + label, ...(await count(app, { ...scenario, warmup })) });
       }
     }
+    if (sink) {
+      console.log(sink.describe());
+    }
     const base = rows[0];
     console.log(
       '\nscenario                            mutator/request  vs bare   gc/req  jit/req  bg/req   total/req  vs bare',
@@ -126,14 +140,14 @@ export async function runInstructions({ root, compare }) {
 }
 
 /** The built app of `checkout` under callgrind, with the data of the scenarios. */
-async function startApp(checkout, workDir, stops, label) {
-  const name = `app${label.trim()}`;
+async function startApp(checkout, workDir, stops, label, env = {}) {
+  const name = `app${label.trim().replace(/^@/, '-')}`;
   const outFile = join(workDir, `${name}.callgrind`);
   const app = await startBuiltApp({
     root: checkout,
     name: `instr-${name}`,
     admin: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
-    env: { GRAPHQL_COST_BUDGET: '1000000000' },
+    env: { GRAPHQL_COST_BUDGET: '1000000000', ...env },
     wrap: callgrind(outFile),
     readyTimeoutMs: READY_TIMEOUT_MS,
   });

@@ -3,7 +3,7 @@
 //                      [--compare <another checkout, built>]   (its app scenarios interleaved with ours)
 //        npm run bench -- --scale [--sizes 1000,100000,1000000]   (list latency by table size: bench/scale.mjs)
 //        npm run bench -- --abuse   (a good client's latency while abusive clients run: bench/abuse.mjs)
-//        npm run bench -- --instructions [--compare <checkout>]   (instructions per request: bench/instructions.mjs)
+//        npm run bench -- --instructions [--compare <checkout>] [--tracing]   (instructions per request: bench/instructions.mjs)
 //        npm run bench -- --trusted-documents [--instructions]   (documentId vs text: bench/trusted-documents.mjs)
 //        npm run bench -- --webhooks   (10,000 events to 10 endpoints, one failing half the time: bench/webhooks.mjs)
 //        npm run bench -- --replay-flood   (USERs replaying messageAdded(after:) at the default caps: bench/replay-flood.mjs)
@@ -89,7 +89,7 @@ if (args['trusted-documents']) {
 // `--instructions`: instructions per request under valgrind's callgrind (bench/instructions.mjs)
 if (args.instructions) {
   const { runInstructions } = await import('./instructions.mjs');
-  await runInstructions({ root: ROOT, compare: args.compare });
+  await runInstructions({ root: ROOT, compare: args.compare, tracing: args.tracing });
   process.exit(0);
 }
 

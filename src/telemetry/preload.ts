@@ -2,7 +2,6 @@ import { createRequire } from 'node:module';
 import type * as SdkNode from '@opentelemetry/sdk-node';
 import type * as HttpExporter from '@opentelemetry/exporter-trace-otlp-http';
 import type * as ProtoExporter from '@opentelemetry/exporter-trace-otlp-proto';
-import type * as HttpInstrumentation from '@opentelemetry/instrumentation-http';
 import type * as PgInstrumentation from '@opentelemetry/instrumentation-pg';
 import type * as IORedisInstrumentation from '@opentelemetry/instrumentation-ioredis';
 import { tracingSettings, type TracingSettings } from '../config/tracing.js';
@@ -17,13 +16,8 @@ import { markTracingStarted } from './tracing.js';
  */
 const require = createRequire(import.meta.url);
 
-/** Requests the server span would only add noise to: probes and the metrics scrape. */
-const UNTRACED = /^\/(health\/|metrics(\?|$))/;
-
 function startSdk(settings: TracingSettings): void {
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof SdkNode;
-  const { HttpInstrumentation: Http } =
-    require('@opentelemetry/instrumentation-http') as typeof HttpInstrumentation;
   const { PgInstrumentation: Pg } =
     require('@opentelemetry/instrumentation-pg') as typeof PgInstrumentation;
   const { IORedisInstrumentation: IORedis } =
@@ -42,13 +36,10 @@ function startSdk(settings: TracingSettings): void {
     // traces only: metrics stay with Prometheus (/metrics), logs with pino on stdout
     metricReaders: [],
     logRecordProcessors: [],
+    // the request's server span is made by Fastify hooks (src/telemetry/http-trace.ts), not by
+    // @opentelemetry/instrumentation-http, whose wrapping of every request and response cost more
+    // than the rest of tracing together (docs/operations.md, "What it costs")
     instrumentations: [
-      new Http({
-        ignoreIncomingRequestHook: (req) => UNTRACED.test(req.url ?? ''),
-        // a webhook attempt has its own client span (src/webhooks/delivery/attempt.ts)
-        ignoreOutgoingRequestHook: (req) =>
-          (req.headers as Record<string, unknown> | undefined)?.['webhook-id'] !== undefined,
-      }),
       // statement text with its $n placeholders; values are never recorded
       // inside a trace only, as the SQLite spans: the background loops' statements are left out
       new Pg({ enhancedDatabaseReporting: false, requireParentSpan: true }),

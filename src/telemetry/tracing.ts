@@ -45,10 +45,10 @@ export function activeTraceId(): string | undefined {
   return enabled ? trace.getActiveSpan()?.spanContext().traceId : undefined;
 }
 
-/** W3C `traceparent` (and `tracestate`) of the active span, written into `carrier`. */
-export function injectTraceContext(carrier: Record<string, string>, ctx?: Context): void {
+/** W3C `traceparent` (and `tracestate`) of `span`, else of the active span, written into `carrier`. */
+export function injectTraceContext(carrier: Record<string, string>, span?: Span): void {
   if (enabled) {
-    propagation.inject(ctx ?? context.active(), carrier);
+    propagation.inject(span ? trace.setSpan(ROOT_CONTEXT, span) : context.active(), carrier);
   }
 }
 
@@ -73,19 +73,59 @@ function linkTo(traceparent: string | null | undefined): Link | undefined {
   return spanContext ? { context: spanContext } : undefined;
 }
 
+/** Reads a request's `traceparent`/`tracestate` (Node's headers: lower-case names, a string each). */
+const HEADERS_GETTER = {
+  get: (headers: Record<string, string | string[] | undefined>, key: string) => headers[key],
+  keys: (headers: Record<string, string | string[] | undefined>) => Object.keys(headers),
+};
+
 /**
- * The active server span (made by the HTTP instrumentation) named for its route pattern
- * (`GET /api/v1/users/:id`, with `http.route`), as OpenTelemetry's HTTP conventions name it.
+ * The server span of an HTTP request (src/telemetry/http-trace.ts), a child of the caller's
+ * `traceparent` when it sends one, named `METHOD` until its route is known. The attributes are
+ * OpenTelemetry's HTTP server conventions; the path is kept without its query string, which may
+ * carry credentials (`api_key`).
  */
-export function nameServerSpan(method: string, route: string | undefined): void {
-  if (!enabled || route === undefined) {
-    return;
+export function startServerSpan(
+  method: string,
+  url: string,
+  scheme: string,
+  headers: Record<string, string | string[] | undefined>,
+): Span {
+  const parent =
+    headers.traceparent === undefined
+      ? ROOT_CONTEXT
+      : propagation.extract(ROOT_CONTEXT, headers, HEADERS_GETTER);
+  const query = url.indexOf('?');
+  return trace.getTracer(TRACER).startSpan(
+    method,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'http.request.method': method,
+        'url.path': query < 0 ? url : url.slice(0, query),
+        'url.scheme': scheme,
+      },
+    },
+    parent,
+  );
+}
+
+/** Ends a server span with its status code (undefined: the client went away first). */
+export function endServerSpan(span: Span, statusCode: number | undefined): void {
+  if (statusCode === undefined) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'request aborted' });
+  } else {
+    span.setAttribute('http.response.status_code', statusCode);
+    if (statusCode >= 500) {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
   }
-  const span = trace.getActiveSpan();
-  if (span !== undefined) {
-    span.setAttribute('http.route', route);
-    span.updateName(`${method} ${route}`);
-  }
+  span.end();
+}
+
+/** Runs `work` with `span` active (its SQL statements, log lines and outgoing calls belong to it). */
+export function inSpan(span: Span, work: () => void): void {
+  context.with(trace.setSpan(ROOT_CONTEXT, span), work);
 }
 
 const SQL_VERB = /^\s*([A-Za-z]+)/;
