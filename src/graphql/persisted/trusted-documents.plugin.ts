@@ -83,33 +83,40 @@ export class TrustedDocumentsPlugin implements ApolloServerPlugin<GqlContext> {
       labelNames: ['client'],
       registers: [metrics.registry],
     });
+    if (documents.mode !== 'off') {
+      this.requestDidStart = () => Promise.resolve(this.listener);
+    }
   }
 
   async serverWillStart({ schema }: GraphQLServerContext): Promise<void> {
     this.documents.useSchema(schema);
   }
 
-  async requestDidStart(): Promise<GraphQLRequestListener<GqlContext>> {
-    return {
-      didResolveOperation: async (rc: GraphQLRequestContextDidResolveOperation<GqlContext>) => {
-        if (!rc.operation) {
-          return;
-        }
-        const refusal = this.refusal({
-          caller: rc.contextValue.caller,
-          source: rc.source,
-          document: rc.document,
-          operation: rc.operation,
-          clientName: rc.request.http?.headers.get('apollographql-client-name') ?? undefined,
-        });
-        if (refusal) {
-          const strict = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'));
-          Object.assign(refusal.extensions, { http: { status: strict ? 400 : 200 } });
-          throw refusal;
-        }
-      },
-    };
-  }
+  /**
+   * In modes `audit` and `enforce`, one listener shared by every request; in mode `off` (fixed by
+   * the configuration) none: Apollo then does not call the plugin per request at all.
+   */
+  readonly requestDidStart?: () => Promise<GraphQLRequestListener<GqlContext>>;
+
+  private readonly listener: GraphQLRequestListener<GqlContext> = {
+    didResolveOperation: async (rc: GraphQLRequestContextDidResolveOperation<GqlContext>) => {
+      if (!rc.operation) {
+        return;
+      }
+      const refusal = this.refusal({
+        caller: rc.contextValue.caller,
+        source: rc.source,
+        document: rc.document,
+        operation: rc.operation,
+        clientName: rc.request.http?.headers.get('apollographql-client-name') ?? undefined,
+      });
+      if (refusal) {
+        const strict = wantsGraphqlResponseJson(rc.request.http?.headers.get('accept'));
+        Object.assign(refusal.extensions, { http: { status: strict ? 400 : 200 } });
+        throw refusal;
+      }
+    },
+  };
 
   /** The refusal of an operation under the mode, or undefined: it may run. Counts and logs. */
   refusal(op: TrustedOperationCheck): GraphQLError | undefined {
