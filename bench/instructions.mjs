@@ -17,7 +17,7 @@
 // compilers on the main thread, and V8's background threads: the collector's and the compilers' work
 // lands in a window or not by luck (totals moved up to 2.5x between runs), the mutator reproduces
 // within a few percent. Ratios are taken on the mutator; totals are printed next to them.
-// BENCH_INSTR_ONLY=<text> counts only the scenarios whose name contains it; BENCH_INSTR_TOP=<n> prints
+// BENCH_INSTR_ONLY=<name>[,<name>] counts only the scenarios so named; BENCH_INSTR_TOP=<n> prints
 // the n functions with the most instructions of each count.
 // Needs valgrind (Debian: `apt-get install -y valgrind`).
 import { spawn, spawnSync } from 'node:child_process';
@@ -109,9 +109,9 @@ export async function runInstructions({ root, compare, tracing = false }) {
           requests: Math.ceil(REQUESTS / 4),
         },
       ];
-      // BENCH_INSTR_ONLY=<text>: only the scenarios whose name contains it
-      const only = process.env.BENCH_INSTR_ONLY;
-      const chosen = only ? scenarios.filter((s) => s.name.includes(only)) : scenarios;
+      // BENCH_INSTR_ONLY=<name>[,<name>]: only the scenarios so named
+      const only = process.env.BENCH_INSTR_ONLY?.split(',');
+      const chosen = only ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
       // every scenario warmed up before any is counted: the first one counted after its own
       // warm-up alone still ran while V8 compiled the shared request path (~6 % more mutator
       // instructions, half a million background instructions per request)

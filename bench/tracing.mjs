@@ -26,7 +26,11 @@ export async function startOtlpSink() {
     env: {
       OTEL_EXPORTER_OTLP_ENDPOINT: url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-      OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+      // every request sampled, unless BENCH_OTEL_TRACES_SAMPLER (and _ARG) say otherwise
+      OTEL_TRACES_SAMPLER: process.env.BENCH_OTEL_TRACES_SAMPLER ?? 'parentbased_always_on',
+      ...(process.env.BENCH_OTEL_TRACES_SAMPLER_ARG
+        ? { OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_OTEL_TRACES_SAMPLER_ARG }
+        : {}),
     },
     describe: () =>
       `tracing: the app rows export to a local OTLP sink (${counts.requests} exports, ` +
