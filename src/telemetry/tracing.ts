@@ -10,6 +10,7 @@ import {
   type Link,
   type Span,
   type TimeInput,
+  type Tracer,
 } from '@opentelemetry/api';
 
 /**
@@ -29,6 +30,13 @@ export function tracingEnabled(): boolean {
 }
 
 const TRACER = 'atrium';
+
+let cachedTracer: Tracer | undefined;
+
+/** The application's tracer, looked up once (after the SDK started: nothing calls it before). */
+function tracer(): Tracer {
+  return (cachedTracer ??= trace.getTracer(TRACER));
+}
 
 /** The trace and span of the active span, as log fields; undefined outside a trace. */
 export function traceLogFields(): { trace_id: string; span_id: string } | undefined {
@@ -96,7 +104,7 @@ export function startServerSpan(
       ? ROOT_CONTEXT
       : propagation.extract(ROOT_CONTEXT, headers, HEADERS_GETTER);
   const query = url.indexOf('?');
-  return trace.getTracer(TRACER).startSpan(
+  return tracer().startSpan(
     method,
     {
       kind: SpanKind.SERVER,
@@ -130,6 +138,9 @@ export function inSpan(span: Span, work: () => void): void {
 
 const SQL_VERB = /^\s*([A-Za-z]+)/;
 
+/** Span name and operation by statement text (the hot statements are a few hundred texts). */
+const SQL_NAMES = new Map<string, { name: string; operation: string }>();
+
 /**
  * A span for one SQLite statement run by the application's database door (PostgreSQL's come from
  * the `pg` instrumentation): the statement text with its `?` placeholders, never the values. Made
@@ -140,14 +151,19 @@ export function startSqliteSpan(sql: string): Span | undefined {
   if (!enabled || trace.getActiveSpan() === undefined) {
     return undefined;
   }
-  const operation = (SQL_VERB.exec(sql)?.[1] ?? 'SQL').toUpperCase();
-  return trace.getTracer(TRACER).startSpan(`${operation} sqlite`, {
+  let named = SQL_NAMES.get(sql);
+  if (named === undefined) {
+    const operation = (SQL_VERB.exec(sql)?.[1] ?? 'SQL').toUpperCase();
+    named = { name: `${operation} sqlite`, operation };
+    if (SQL_NAMES.size < 1000) {
+      SQL_NAMES.set(sql, named);
+    }
+  }
+  return tracer().startSpan(named.name, {
     kind: SpanKind.CLIENT,
     attributes: {
-      'db.system': 'sqlite',
       'db.system.name': 'sqlite',
-      'db.operation.name': operation,
-      'db.statement': sql,
+      'db.operation.name': named.operation,
       'db.query.text': sql,
     },
   });
@@ -183,7 +199,7 @@ export function recordGraphqlOperation(
   if (!enabled) {
     return;
   }
-  const span = trace.getTracer(TRACER).startSpan(`${type} ${name}`, {
+  const span = tracer().startSpan(`${type} ${name}`, {
     kind: SpanKind.INTERNAL,
     startTime: started,
     attributes: {
@@ -220,7 +236,7 @@ export function recordSpan(
     return null;
   }
   const parentContext = contextOf(parent);
-  const span = trace.getTracer(TRACER).startSpan(
+  const span = tracer().startSpan(
     name,
     {
       kind: kind === 'server' ? SpanKind.SERVER : SpanKind.INTERNAL,
@@ -256,13 +272,11 @@ export async function inStoredTrace<T>(
   const traces = new Set(distinct.map((t) => t.split('-')[1]));
   const parent = traces.size === 1 ? contextOf(distinct[0]) : ROOT_CONTEXT;
   const links = traces.size > 1 ? distinct.map(linkTo).filter((l) => l !== undefined) : [];
-  const span = trace
-    .getTracer(TRACER)
-    .startSpan(
-      name,
-      { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links },
-      parent,
-    );
+  const span = tracer().startSpan(
+    name,
+    { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links },
+    parent,
+  );
   try {
     return await context.with(trace.setSpan(parent, span), () => work(span));
   } catch (err) {
