@@ -219,6 +219,22 @@ describe('OpenTelemetry traces of the running service', () => {
     expect(server.attributes['http.response.status_code']).toBe(404);
   });
 
+  it('a request its caller did not sample makes no span, not even for its SQL, and answers its traceparent unsampled', async () => {
+    const unsampled = callerContext();
+    const res = await admin.get('/api/v1/users?limit=2', {
+      headers: { traceparent: unsampled.traceparent.replace(/-01$/, '-00') },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('traceparent')).toMatch(
+      new RegExp(`^00-${unsampled.traceId}-[0-9a-f]{16}-00$`),
+    );
+    // a sampled request sent after it is in the receiver: the first one's spans would be by then
+    const sampled = callerContext();
+    await admin.get('/api/v1/users?limit=2', { headers: { traceparent: sampled.traceparent } });
+    await serverSpan(sampled.traceId);
+    expect(otlp.trace(unsampled.traceId)).toEqual([]);
+  });
+
   it('without an incoming traceparent a request starts a trace and says which', async () => {
     const res = await admin.get('/api/v1/auth/me');
     expect(res.status).toBe(200);

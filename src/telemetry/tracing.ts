@@ -147,8 +147,10 @@ const SQL_NAMES = new Map<string, { name: string; operation: string }>();
  * only inside a trace (a request, a webhook fan-out or attempt).
  */
 export function startSqliteSpan(sql: string): Span | undefined {
-  // only inside a trace: the background loops (outbox polling, purges) would each start one
-  if (!enabled || trace.getActiveSpan() === undefined) {
+  // only inside a trace: the background loops (outbox polling, purges) would each start one; and
+  // only when that trace is recorded: the child of a request the sampler left out would be left
+  // out too (the samplers are parent-based), so it is not made at all
+  if (!enabled || trace.getActiveSpan()?.isRecording() !== true) {
     return undefined;
   }
   let named = SQL_NAMES.get(sql);
@@ -196,7 +198,7 @@ export function recordGraphqlOperation(
   cost: { requested: number; limit: number } | undefined,
   failed: boolean,
 ): void {
-  if (!enabled) {
+  if (!enabled || trace.getActiveSpan()?.isRecording() !== true) {
     return;
   }
   const span = tracer().startSpan(`${type} ${name}`, {
