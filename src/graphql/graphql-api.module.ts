@@ -26,7 +26,7 @@ import { PersistedQueryStore } from './persisted/apq-store.js';
 import { TrustedDocumentsPlugin } from './persisted/trusted-documents.plugin.js';
 import { TrustedDocumentsModule } from '../trusted-documents/trusted-documents.module.js';
 import { operationPolicyPlugin } from './graphql.plugins.js';
-import { GraphqlTelemetryPlugin } from './graphql-telemetry.plugin.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { GRAPHQL_PATH, GraphqlWsServer } from './graphql-ws.server.js';
 import { UpgradeRefusals } from './upgrade-refusals.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
@@ -52,6 +52,7 @@ function apolloOptions(
   plain: PlainResolvers,
   apq: PersistedQueryStore,
   nodes: NodeRegistry,
+  metrics: MetricsService,
 ): CompiledDriverConfig {
   return {
     // graphql-jit behind Apollo's executor interface (src/graphql/execution/, docs/performance.md)
@@ -93,7 +94,7 @@ function apolloOptions(
       ApolloServerPluginCacheControlDisabled(),
       // a subgraph turns on Apollo's inline tracing, which hooks every field (no Studio reporting here)
       ...(config.graphqlFederation ? [ApolloServerPluginInlineTraceDisabled()] : []),
-      operationPolicyPlugin,
+      operationPolicyPlugin(metrics),
       ...(config.graphqlDevelopment ? [selfHostedGraphiql] : []),
     ],
     // Fastify: Apollo calls the context function with (request, reply)
@@ -120,17 +121,12 @@ function apolloOptions(
         PlainResolvers,
         PersistedQueryStore,
         NodeRegistry,
+        MetricsService,
       ],
       useFactory: apolloOptions,
     }),
   ],
-  providers: [
-    NodeResolver,
-    GraphqlWsServer,
-    UpgradeRefusals,
-    GraphqlTelemetryPlugin,
-    TrustedDocumentsPlugin,
-  ],
+  providers: [NodeResolver, GraphqlWsServer, UpgradeRefusals, TrustedDocumentsPlugin],
 })
 export class GraphqlApiModule implements OnModuleInit {
   constructor(

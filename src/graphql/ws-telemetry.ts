@@ -7,7 +7,7 @@ import { callerFields } from '../http/logging.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { CLOSE_TOO_MANY_CONNECTIONS } from '../rate-limit/socket-limits.service.js';
 import { CLOSE_CREDENTIALS_LAPSED } from './current-rights.js';
-import { operationName, operationType, outcomeOf } from './graphql-telemetry.plugin.js';
+import { operationName, operationType, outcomeOf } from './graphql-telemetry.js';
 import { recordSpan } from '../telemetry/tracing.js';
 
 /** Close codes that are security events (logged at warn): refused credentials, too many. */
@@ -50,7 +50,7 @@ function errorCode(errors: readonly unknown[] | undefined): unknown {
 /**
  * Metrics and log lines of GraphQL over WebSocket (docs/operations.md): connect, close (with its
  * code; 4403 and 4429 at warn), each operation's start and end, and the operation metrics HTTP
- * records through GraphqlTelemetryPlugin. Subscriptions are counted and timed when they have
+ * records through recordHttpOperation (graphql-telemetry.ts). Subscriptions are counted and timed when they have
  * subscribed (their lifetime is not a latency), and gauged while they run.
  */
 export class WsTelemetry {
