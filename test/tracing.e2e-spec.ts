@@ -219,7 +219,7 @@ describe('OpenTelemetry traces of the running service', () => {
     expect(server.attributes['http.response.status_code']).toBe(404);
   });
 
-  it('a request its caller did not sample makes no span, not even for its SQL, and answers its traceparent unsampled', async () => {
+  it('a request its caller did not sample makes no span, not even for its SQL, answers its traceparent unsampled and names its trace in an error body', async () => {
     const unsampled = callerContext();
     const res = await admin.get('/api/v1/users?limit=2', {
       headers: { traceparent: unsampled.traceparent.replace(/-01$/, '-00') },
@@ -228,6 +228,12 @@ describe('OpenTelemetry traces of the running service', () => {
     expect(res.headers.get('traceparent')).toMatch(
       new RegExp(`^00-${unsampled.traceId}-[0-9a-f]{16}-00$`),
     );
+    // its error body still names the trace its traceparent names
+    const missing = await admin.get('/api/v1/users/usr_doesnotexist0000000000', {
+      headers: { traceparent: unsampled.traceparent.replace(/-01$/, '-00') },
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.trace_id).toBe(unsampled.traceId);
     // a sampled request sent after it is in the receiver: the first one's spans would be by then
     const sampled = callerContext();
     await admin.get('/api/v1/users?limit=2', { headers: { traceparent: sampled.traceparent } });

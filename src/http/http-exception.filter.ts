@@ -9,6 +9,7 @@ import {
   type ErrorCode,
   type ErrorDetail,
 } from '../common/errors.js';
+import { requestTraceId } from '../telemetry/http-trace.js';
 import { activeTraceId } from '../telemetry/tracing.js';
 
 interface ErrorBody {
@@ -92,7 +93,7 @@ export function sendError(reply: FastifyReply, err: DomainError, requestId?: str
   if (status >= 500 && requestId) {
     body.error.request_id = requestId;
   }
-  const traceId = activeTraceId();
+  const traceId = requestTraceId(reply.request) ?? activeTraceId();
   if (traceId !== undefined) {
     body.error.trace_id = traceId;
   }

@@ -36,15 +36,10 @@ export function registerTraceHeaders(fastify: FastifyInstance): void {
     }
     const span = startServerSpan(req.method, req.url, req.protocol, req.headers);
     (req as TracedRequest)[SPAN] = span;
-    inSpan(span, done);
+    inRecordedSpan(span, done);
   });
   fastify.addHook('preValidation', (req, _reply, done) => {
-    const span = (req as TracedRequest)[SPAN];
-    if (span === undefined) {
-      done();
-    } else {
-      inSpan(span, done);
-    }
+    inRecordedSpan((req as TracedRequest)[SPAN], done);
   });
   fastify.addHook('onSend', (req, reply, payload, done) => {
     const span = (req as TracedRequest)[SPAN];
@@ -71,7 +66,7 @@ export function registerTraceHeaders(fastify: FastifyInstance): void {
     (req as TracedRequest)[SPAN] = undefined;
     endServerSpan(span, reply.statusCode);
     // the completion log line (written after the onResponse hooks) names the span
-    inSpan(span, done);
+    inRecordedSpan(span, done);
   });
   fastify.addHook('onRequestAbort', (req, done) => {
     const span = (req as TracedRequest)[SPAN];
@@ -81,4 +76,22 @@ export function registerTraceHeaders(fastify: FastifyInstance): void {
     }
     done();
   });
+}
+
+/**
+ * Runs the rest of the request in the span's context when the span is recorded. A request the
+ * sampler left out runs outside any: nothing below it would be recorded either (the samplers are
+ * parent-based), and entering a context costs on every request.
+ */
+function inRecordedSpan(span: Span | undefined, done: () => void): void {
+  if (span?.isRecording()) {
+    inSpan(span, done);
+  } else {
+    done();
+  }
+}
+
+/** The trace id of a request's span, recorded or not (the error envelope's `trace_id`). */
+export function requestTraceId(req: FastifyRequest): string | undefined {
+  return (req as TracedRequest)[SPAN]?.spanContext().traceId;
 }
