@@ -1,5 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { routeUrl } from '../http/route-url.js';
 import {
   endServerSpan,
   injectTraceContext,
@@ -44,7 +45,7 @@ export function registerTraceHeaders(fastify: FastifyInstance): void {
   fastify.addHook('onSend', (req, reply, payload, done) => {
     const span = (req as TracedRequest)[SPAN];
     if (span !== undefined) {
-      const route = req.routeOptions.url;
+      const route = routeUrl(req);
       if (route !== undefined) {
         span.setAttribute('http.route', route);
         span.updateName(`${req.method} ${route}`);
