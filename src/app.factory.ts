@@ -51,7 +51,7 @@ import {
   secondsUntil,
   writeRateLimitHeaders,
 } from './rate-limit/rate-limit.service.js';
-import { registerRouteUrl, routeUrl } from './http/route-url.js';
+import { registerRouteUrl, routeUrl } from './common/route-url.js';
 import { registerTraceHeaders } from './telemetry/http-trace.js';
 
 const BODY_LIMIT = 1024 * 1024;

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../common/errors.js';
 import { etagOf, noneMatchHits } from '../http/etag.js';
 import { sendError } from '../http/http-exception.filter.js';
-import { routeUrl } from '../http/route-url.js';
+import { routeUrl } from '../common/route-url.js';
 
 /**
  * The development landing page of /graphql: GraphiQL served entirely by this application (docs/graphql.md,

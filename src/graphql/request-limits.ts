@@ -3,7 +3,7 @@ import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { parseBounded } from './document-limits.js';
 import { formatGraphqlError } from './format-error.js';
 import { acceptsGraphqlResult, prefersHtml, wantsGraphqlResponseJson } from './media-type.js';
-import { routeUrl } from '../http/route-url.js';
+import { routeUrl } from '../common/route-url.js';
 
 /**
  * Bounds on GraphQL `variables` of WebSocket operations (docs/graphql.md "Limits"), the defaults of

@@ -1,7 +1,7 @@
 import type { OpenAPIObject, ParameterObject, ReferenceObject } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { BadRequest, type ErrorDetail } from '../common/errors.js';
-import { routeUrl } from './route-url.js';
+import { routeUrl } from '../common/route-url.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 

@@ -22,7 +22,7 @@ import {
 } from './idempotency.repository.js';
 
 import { IDEMPOTENCY_HEADER } from '../common/openapi/headers.js';
-import { routeUrl } from '../http/route-url.js';
+import { routeUrl } from '../common/route-url.js';
 const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** 1 to 255 visible ASCII characters (a UUID, a ULID, any client-chosen token). */
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;

@@ -9,7 +9,7 @@ import {
   CREDENTIAL_ROUTES,
   RateLimitService,
 } from './rate-limit.service.js';
-import { routeUrl } from '../http/route-url.js';
+import { routeUrl } from '../common/route-url.js';
 
 /** Limited: everything under /api/ (the REST API). Health probes, metrics and docs are not. */
 function limitedPath(req: FastifyRequest): boolean {

@@ -1,6 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { routeUrl } from '../http/route-url.js';
+import { routeUrl } from '../common/route-url.js';
 import {
   endServerSpan,
   injectTraceContext,
