@@ -1,5 +1,5 @@
 import { Global, Module, type DynamicModule, type Type } from '@nestjs/common';
-import { PubSub } from 'graphql-subscriptions';
+import { PubSub, type PubSubEngine } from 'graphql-subscriptions';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { RedisConnections } from '../redis/redis.module.js';
 import {
@@ -15,6 +15,7 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
  * RedisConnections. Unlike the fail-fast command clients these
  * - subscriber: keeps an offline queue and retries forever, so SUBSCRIBE issued before the connection
  *   is up (or during an outage) is sent when it comes up; ioredis re-subscribes after a reconnect;
+ *   no ready check (see below);
  * - publisher: no offline queue, no re-send after a reconnect, and a 500 ms command timeout: a publish
  *   while the connection is down fails at once instead of being queued and published many seconds
  *   later (after the gap it left was filled from the database); the message reaches subscribers
@@ -22,31 +23,38 @@ import { PrefixedRedisPubSub } from './prefixed-redis-pubsub.js';
  *   (docs/realtime.md, "Redis connections").
  * Without REDIS_URL: an in-process PubSub (one instance).
  */
+export function eventBus(config: AppConfig, redis: RedisConnections): PubSubEngine {
+  if (!redis.enabled) {
+    return new PubSub();
+  }
+  const publisher = redis.create('events-pub', {
+    enableOfflineQueue: false,
+    // a PUBLISH written just before the connection dropped is not sent again after the
+    // reconnect either: its message was filled from the database meanwhile
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: 500,
+    maxRetriesPerRequest: 1,
+  });
+  const subscriber = redis.create('events-sub', {
+    enableOfflineQueue: true,
+    // SUBSCRIBE may be written while the connection is still in its handshake (ioredis lets
+    // commands flagged `loading` through); the INFO of a ready check would then be refused
+    // in subscriber mode, failing the connection and rejecting what was queued. A pub/sub
+    // connection has nothing to wait for (SUBSCRIBE is served while Redis loads its data).
+    enableReadyCheck: false,
+    commandTimeout: undefined,
+    maxRetriesPerRequest: null,
+  });
+  return new PrefixedRedisPubSub(config.redisPrefix, publisher, subscriber);
+}
+
 @Global()
 @Module({
   providers: [
     {
       provide: PUB_SUB,
       inject: [APP_CONFIG, RedisConnections],
-      useFactory: (config: AppConfig, redis: RedisConnections) => {
-        if (!redis.enabled) {
-          return new PubSub();
-        }
-        const publisher = redis.create('events-pub', {
-          enableOfflineQueue: false,
-          // a PUBLISH written just before the connection dropped is not sent again after the
-          // reconnect either: its message was filled from the database meanwhile
-          autoResendUnfulfilledCommands: false,
-          commandTimeout: 500,
-          maxRetriesPerRequest: 1,
-        });
-        const subscriber = redis.create('events-sub', {
-          enableOfflineQueue: true,
-          commandTimeout: undefined,
-          maxRetriesPerRequest: null,
-        });
-        return new PrefixedRedisPubSub(config.redisPrefix, publisher, subscriber);
-      },
+      useFactory: eventBus,
     },
     EventsService,
   ],
