@@ -1,4 +1,9 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { ResolvedTarget } from './webhook-url-guard.js';
@@ -16,13 +21,28 @@ export interface SendResult {
 }
 
 /**
+ * Errors of a request written on a kept-alive connection that the receiver had closed meanwhile
+ * (its idle timeout ran out as the request left): the request never reached it.
+ */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
  * One POST to a receiver, connected to the address checked beforehand (never resolved again),
  * redirects not followed (a 3xx is a failed attempt), the answer read up to 64 KB, and the whole
  * exchange bounded by `timeoutMs`. Runs off the request path: nothing the API serves waits on it.
+ *
+ * Connections are kept alive between attempts. One that the receiver closed while idle can be
+ * handed out just as its close arrives: the request then fails at once with ECONNRESET before any
+ * answer (Node's documented `request.reusedSocket` race). Such a request is sent again once, on a
+ * new connection, within the same attempt and time bound: otherwise the receiver would see one
+ * request for an attempt logged twice.
  */
 export class WebhookSender {
   private readonly httpAgent: HttpAgent;
   private readonly httpsAgent: HttpsAgent;
+  /** For the resend after a stale connection: a new connection every time. */
+  private readonly freshHttpAgent: HttpAgent;
+  private readonly freshHttpsAgent: HttpsAgent;
 
   /** `maxSockets`: connections kept per receiver origin, as many as attempts in flight at most. */
   constructor(
@@ -31,6 +51,8 @@ export class WebhookSender {
   ) {
     this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets });
     this.httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets });
+    this.freshHttpAgent = new HttpAgent({ keepAlive: false, maxSockets });
+    this.freshHttpsAgent = new HttpsAgent({ keepAlive: false, maxSockets });
   }
 
   send(target: ResolvedTarget, headers: Record<string, string>, body: string): Promise<SendResult> {
@@ -48,6 +70,7 @@ export class WebhookSender {
     const request = secure ? httpsRequest : httpRequest;
     return new Promise<SendResult>((resolve) => {
       let settled = false;
+      let current: ClientRequest | undefined;
       const finish = (result: Omit<SendResult, 'durationMs'>) => {
         if (!settled) {
           settled = true;
@@ -55,48 +78,73 @@ export class WebhookSender {
           resolve({ ...result, durationMs: Math.round(performance.now() - started) });
         }
       };
-      const req = request(
-        target.url,
-        {
-          method: 'POST',
-          agent: secure ? this.httpsAgent : this.httpAgent,
-          lookup: pinned,
-          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-        },
-        (res: IncomingMessage) => {
-          let read = 0;
-          res.on('data', (chunk: Buffer) => {
-            read += chunk.length;
-            if (read > MAX_RESPONSE_BYTES) {
-              res.destroy();
-              finish({ statusCode: res.statusCode ?? null, error: null, timedOut: false });
-            }
-          });
-          res.on('end', () =>
-            finish({ statusCode: res.statusCode ?? null, error: null, timedOut: false }),
-          );
-          res.on('error', () =>
-            finish({ statusCode: res.statusCode ?? null, error: null, timedOut: false }),
-          );
-        },
-      );
+      const post = (fresh: boolean) => {
+        let answered = false;
+        const agent = fresh
+          ? secure
+            ? this.freshHttpsAgent
+            : this.freshHttpAgent
+          : secure
+            ? this.httpsAgent
+            : this.httpAgent;
+        const req = request(
+          target.url,
+          {
+            method: 'POST',
+            agent,
+            lookup: pinned,
+            headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+          },
+          (res: IncomingMessage) => {
+            answered = true;
+            let read = 0;
+            res.on('data', (chunk: Buffer) => {
+              read += chunk.length;
+              if (read > MAX_RESPONSE_BYTES) {
+                res.destroy();
+                finish({ statusCode: res.statusCode ?? null, error: null, timedOut: false });
+              }
+            });
+            res.on('end', () =>
+              finish({ statusCode: res.statusCode ?? null, error: null, timedOut: false }),
+            );
+            res.on('error', () =>
+              finish({ statusCode: res.statusCode ?? null, error: null, timedOut: false }),
+            );
+          },
+        );
+        current = req;
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          if (
+            !fresh &&
+            !answered &&
+            !settled &&
+            req.reusedSocket &&
+            STALE_CONNECTION.has(err.code ?? '')
+          ) {
+            post(true);
+            return;
+          }
+          finish({ statusCode: null, error: err.code ?? err.message, timedOut: false });
+        });
+        req.end(body);
+      };
       const timer = setTimeout(() => {
         finish({
           statusCode: null,
           error: `no answer within ${this.timeoutMs} ms`,
           timedOut: true,
         });
-        req.destroy();
+        current?.destroy();
       }, this.timeoutMs);
-      req.on('error', (err: NodeJS.ErrnoException) =>
-        finish({ statusCode: null, error: err.code ?? err.message, timedOut: false }),
-      );
-      req.end(body);
+      post(false);
     });
   }
 
   close(): void {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
+    this.freshHttpAgent.destroy();
+    this.freshHttpsAgent.destroy();
   }
 }
