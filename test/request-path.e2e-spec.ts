@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from './helpers/app.js';
 import { adminClient, createUser } from './helpers/factories.js';
-import { request, type Client, type TestResponse } from './helpers/http.js';
-import { sqlCounter } from './graphql-client.js';
+import { request, type Client } from './helpers/http.js';
 
 /**
  * The shortcuts of the request path (docs/performance.md) answer exactly as the full path does:
  * requests without `Origin` skip @fastify/cors, first-party tokens are verified once and then taken
- * from the verified-token cache, a token's credential check reads the caller's own user in the
- * same statement, and oidc-provider's request context is released between OAuth requests.
+ * from the verified-token cache, and oidc-provider's request context is released between OAuth
+ * requests.
  */
 const ORIGIN = 'https://app.example';
 
@@ -120,68 +119,6 @@ describe('a cached verified token', () => {
     });
     expect(gql.status).toBe(401);
     expect(gql.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
-  });
-});
-
-describe("a token's rights and its own user, one statement", () => {
-  /** The statements of `users` one request runs. */
-  async function usersStatements(run: () => Promise<unknown>): Promise<string[]> {
-    const counter = sqlCounter(t);
-    try {
-      await run();
-      return counter.statements.filter((s) => /\bFROM users\b/i.test(s));
-    } finally {
-      counter.restore();
-    }
-  }
-
-  it('reads the caller’s own user once (REST, GraphQL `me` and `user(id:)`), another user twice, and never an old row', async () => {
-    const user = await createUser(t.url);
-    const other = await createUser(t.url);
-    let res: TestResponse | undefined;
-    const own = await usersStatements(async () => {
-      res = await user.client.get(`/api/v1/users/${user.id}`);
-    });
-    expect(res?.status).toBe(200);
-    expect(res?.body.data).toMatchObject({ id: user.id, email: user.email });
-    expect(own).toHaveLength(1);
-
-    for (const query of [
-      '{ me { id name email } }',
-      `{ user(id: "${user.id}") { id name email } }`,
-    ]) {
-      let answer: TestResponse | undefined;
-      const statements = await usersStatements(async () => {
-        answer = await request(t.url, '/graphql', {
-          method: 'POST',
-          auth: { bearer: user.token },
-          body: { query },
-        });
-      });
-      expect(answer?.body.errors, query).toBeUndefined();
-      expect(Object.values(answer?.body.data ?? {})[0]).toMatchObject({
-        id: user.id,
-        email: user.email,
-      });
-      expect(statements, query).toHaveLength(1);
-    }
-
-    const another = await usersStatements(async () => {
-      res = await user.client.get(`/api/v1/users/${other.id}`);
-    });
-    expect(res?.status).toBe(200);
-    expect(res?.body.data.id).toBe(other.id);
-    expect(another).toHaveLength(2);
-
-    // the row is the one this request's check read: a change shows in the very next request
-    const renamed = await user.client.patch(
-      `/api/v1/users/${user.id}`,
-      { name: 'Renamed Between Requests' },
-      { headers: { 'content-type': 'application/merge-patch+json' } },
-    );
-    expect(renamed.status, renamed.text).toBe(200);
-    const after = await user.client.get(`/api/v1/users/${user.id}`);
-    expect(after.body.data.name).toBe('Renamed Between Requests');
   });
 });
 

@@ -77,7 +77,7 @@ export class AuthService {
         return undefined;
       }
     }
-    return { userId, role: row.role, method: 'jwt', expiresAt: expS * 1000, rights: row };
+    return { userId, role: row.role, method: 'jwt', expiresAt: expS * 1000 };
   }
 
   /**

@@ -18,13 +18,6 @@ export interface Caller {
   /** When the credential lapses by itself (ms since the epoch): a JWT's `exp`, an API key's expiry. */
   expiresAt?: number;
   /**
-   * What this check read of the caller's own user (a JWT: its role and token state), as returned by
-   * `CredentialUsers.findTokenState` for this request only. The users module keeps the whole row it
-   * read in the same statement against this object, so that reading the caller's own user (`me`,
-   * `GET /users/{own id}`) does not read the table a second time (UsersRepository.ownRow).
-   */
-  rights?: object;
-  /**
    * The HTTP request this caller is making (REST or GraphQL over HTTP), which the audit log records
    * beside a change (docs/admin.md "Audit log"); absent on WebSocket operations.
    */

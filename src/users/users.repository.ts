@@ -6,8 +6,7 @@ import { readPage, type ListRequest } from '../database/page-reader.js';
 import { mapPage, type PageValue } from '../database/connection-value.js';
 import type { SortTerm } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import type { Caller } from '../identity/caller.js';
-import type { CredentialUsers, TokenState } from '../identity/credential-users.js';
+import type { CredentialUsers } from '../identity/credential-users.js';
 import { PG_SEARCH_PLAN, searchRows } from '../database/search-index.js';
 import { PG_USER_SEARCH_VECTOR } from '../database/search-vectors.js';
 import { searchWords } from '../database/search-query.js';
@@ -39,9 +38,6 @@ export interface SearchToken {
  */
 @Injectable()
 export class UsersRepository implements CredentialUsers {
-  /** The rows read by `findTokenState`, by the answer it gave (gone with the request's caller). */
-  private readonly rowsByRights = new WeakMap<object, UserRow>();
-
   constructor(private readonly db: DatabaseService) {}
 
   private p(n: number): string {
@@ -163,33 +159,15 @@ export class UsersRepository implements CredentialUsers {
     return rows[0];
   }
 
-  /**
-   * The live user's role and the instant before which its access tokens are refused, read with the
-   * rest of its row in one statement: the row is kept against the answer (a new object per call,
-   * which the admitted caller holds as `rights`) for `ownRow`.
-   */
-  async findTokenState(id: string): Promise<TokenState | undefined> {
-    const rows = await this.db.query<UserRow & { tokens_valid_after: string | null }>(
-      `SELECT ${USER_COLUMNS}, tokens_valid_after FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`,
+  /** The live user's role and the instant before which its access tokens are refused. */
+  async findTokenState(
+    id: string,
+  ): Promise<{ role: string; tokens_valid_after: string | null } | undefined> {
+    const rows = await this.db.query<{ role: string; tokens_valid_after: string | null }>(
+      `SELECT tokens_valid_after, role FROM users WHERE id = ${this.p(1)} AND deleted_at IS NULL`,
       [id],
     );
-    const row = rows[0];
-    if (!row) {
-      return undefined;
-    }
-    const state: TokenState = { role: row.role, tokens_valid_after: row.tokens_valid_after };
-    this.rowsByRights.set(state, row);
-    return state;
-  }
-
-  /**
-   * The caller's own user as its credential check read it in this request (one statement for the
-   * rights and the row), or undefined when that check read no row (API keys, Basic, OAuth tokens):
-   * the caller then reads it like any other user.
-   */
-  ownRow(caller: Caller): User | undefined {
-    const row = caller.rights ? this.rowsByRights.get(caller.rights) : undefined;
-    return row ? userFromRow(row) : undefined;
+    return rows[0];
   }
 
   /** The live user's role and password hash. */
