@@ -10,7 +10,6 @@ import {
   type ErrorDetail,
 } from '../common/errors.js';
 import { requestTraceId } from '../telemetry/http-trace.js';
-import { activeTraceId } from '../telemetry/tracing.js';
 
 interface ErrorBody {
   error: {
@@ -93,7 +92,7 @@ export function sendError(reply: FastifyReply, err: DomainError, requestId?: str
   if (status >= 500 && requestId) {
     body.error.request_id = requestId;
   }
-  const traceId = requestTraceId(reply.request) ?? activeTraceId();
+  const traceId = requestTraceId(reply.request);
   if (traceId !== undefined) {
     body.error.trace_id = traceId;
   }

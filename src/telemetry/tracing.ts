@@ -48,11 +48,6 @@ export function traceLogFields(): { trace_id: string; span_id: string } | undefi
   return { trace_id: traceId, span_id: spanId };
 }
 
-/** The active trace's id (the error envelope's `trace_id`); undefined outside a trace. */
-export function activeTraceId(): string | undefined {
-  return enabled ? trace.getActiveSpan()?.spanContext().traceId : undefined;
-}
-
 /** W3C `traceparent` (and `tracestate`) of `span`, else of the active span, written into `carrier`. */
 export function injectTraceContext(carrier: Record<string, string>, span?: Span): void {
   if (enabled) {

@@ -38,21 +38,24 @@ const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
  * request for an attempt logged twice.
  */
 export class WebhookSender {
-  private readonly httpAgent: HttpAgent;
-  private readonly httpsAgent: HttpsAgent;
-  /** For the resend after a stale connection: a new connection every time. */
-  private readonly freshHttpAgent: HttpAgent;
-  private readonly freshHttpsAgent: HttpsAgent;
+  /** Per scheme: the kept-alive connections, and the agent of the resend (a new connection each time). */
+  private readonly agents: Record<'http' | 'https', { kept: HttpAgent; fresh: HttpAgent }>;
 
   /** `maxSockets`: connections kept per receiver origin, as many as attempts in flight at most. */
   constructor(
     private readonly timeoutMs: number,
     maxSockets = 64,
   ) {
-    this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets });
-    this.httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets });
-    this.freshHttpAgent = new HttpAgent({ keepAlive: false, maxSockets });
-    this.freshHttpsAgent = new HttpsAgent({ keepAlive: false, maxSockets });
+    this.agents = {
+      http: {
+        kept: new HttpAgent({ keepAlive: true, maxSockets }),
+        fresh: new HttpAgent({ keepAlive: false, maxSockets }),
+      },
+      https: {
+        kept: new HttpsAgent({ keepAlive: true, maxSockets }),
+        fresh: new HttpsAgent({ keepAlive: false, maxSockets }),
+      },
+    };
   }
 
   send(target: ResolvedTarget, headers: Record<string, string>, body: string): Promise<SendResult> {
@@ -68,6 +71,7 @@ export class WebhookSender {
     };
     const secure = target.url.protocol === 'https:';
     const request = secure ? httpsRequest : httpRequest;
+    const agents = this.agents[secure ? 'https' : 'http'];
     return new Promise<SendResult>((resolve) => {
       let settled = false;
       let current: ClientRequest | undefined;
@@ -80,18 +84,11 @@ export class WebhookSender {
       };
       const post = (fresh: boolean) => {
         let answered = false;
-        const agent = fresh
-          ? secure
-            ? this.freshHttpsAgent
-            : this.freshHttpAgent
-          : secure
-            ? this.httpsAgent
-            : this.httpAgent;
         const req = request(
           target.url,
           {
             method: 'POST',
-            agent,
+            agent: fresh ? agents.fresh : agents.kept,
             lookup: pinned,
             headers: { ...headers, 'content-length': Buffer.byteLength(body) },
           },
@@ -142,9 +139,9 @@ export class WebhookSender {
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
-    this.freshHttpAgent.destroy();
-    this.freshHttpsAgent.destroy();
+    for (const { kept, fresh } of Object.values(this.agents)) {
+      kept.destroy();
+      fresh.destroy();
+    }
   }
 }
