@@ -88,11 +88,15 @@ export class RedisConnections implements OnApplicationShutdown {
 /**
  * Resolves true once `client` is ready, false as soon as its first connection attempt fails (refused,
  * reset, or `connectTimeout` spent) or after `maxWaitMs`. Boot-time waits use it, so that a Redis
- * that is down costs one failed connection attempt, not the whole wait.
+ * that is down costs one failed connection attempt, not the whole wait. A client whose first attempt
+ * already failed (it is waiting to reconnect) answers false at once, not after its next attempt.
  */
 export function firstConnection(client: Redis, maxWaitMs: number): Promise<boolean> {
   if (client.status === 'ready') {
     return Promise.resolve(true);
+  }
+  if (client.status === 'reconnecting' || client.status === 'close' || client.status === 'end') {
+    return Promise.resolve(false);
   }
   return new Promise<boolean>((resolve) => {
     const finish = (ok: boolean) => {
