@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DatabaseService, type TxContext } from './database.service.js';
 import { CALENDAR_PREFIXES, type CalendarKey } from './calendar-counts.js';
 import { addCreated, addTotal, ORDER_RANGE_RECOUNT_SQL } from './order-range-keys.js';
+import { SqlTexts } from './sql-texts.js';
 
 /** Counter rows per upsert statement when a transaction's deltas are written. */
 const FLUSH_CHUNK = 400;
@@ -23,6 +24,8 @@ const FLUSH_CHUNK = 400;
 @Injectable()
 export class CountersRepository {
   private readonly pending = new WeakMap<TxContext, Map<string, number>>();
+  /** `getMany`'s texts, by how many keys they read (sql-texts.ts). */
+  private readonly texts = new SqlTexts();
 
   constructor(private readonly db: DatabaseService) {}
 
@@ -55,10 +58,12 @@ export class CountersRepository {
     if (keys.length === 0) {
       return counts;
     }
-    const rows = await this.db.query<{ scope: string; n: number | string }>(
-      `SELECT scope, n FROM list_counts WHERE scope IN (${keys.map((_, i) => this.db.p(i + 1)).join(', ')})`,
-      [...keys],
+    const sql = this.texts.get(
+      String(keys.length),
+      () =>
+        `SELECT scope, n FROM list_counts WHERE scope IN (${keys.map((_, i) => this.db.p(i + 1)).join(', ')})`,
     );
+    const rows = await this.db.query<{ scope: string; n: number | string }>(sql, [...keys]);
     for (const row of rows) {
       counts.set(row.scope, Number(row.n));
     }

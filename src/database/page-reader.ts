@@ -86,29 +86,64 @@ export function emptyPage<R>(query: ListQuery): PageValue<R> {
 }
 
 function valueOf<R>(page: ListPage<R>, query: ListQuery): PageValue<R> {
-  let edges: { cursor: string; node: R }[] | undefined;
-  const edgesOf = () =>
-    (edges ??= page.rows.map((node, i) => ({ cursor: page.cursorAt(i), node })));
-  return {
-    get edges() {
-      return edgesOf();
-    },
-    nodes: page.rows,
-    pageInfo: {
-      hasNextPage: page.next !== null,
-      hasPreviousPage: query.cursor !== undefined || page.meta.page !== 1,
-      // one cursor each, not the edges': a REST page reads only `next` (its last row's cursor)
-      get startCursor() {
-        return page.rows.length > 0 ? page.cursorAt(0) : null;
-      },
-      get endCursor() {
-        return page.next ?? (page.rows.length > 0 ? page.cursorAt(page.rows.length - 1) : null);
-      },
-    },
-    totalCount: page.meta.total,
-    page: page.meta.page,
-    limit: page.meta.limit,
-  };
+  return new ListPageValue(page, query);
+}
+
+/**
+ * A REST page as a page value. A class (getters on its prototype), not an object literal with
+ * getters, which defines each accessor on every instance at run time (connection-value.ts).
+ */
+class ListPageValue<R> implements PageValue<R> {
+  readonly nodes: R[];
+  readonly pageInfo: ListPageInfo<R>;
+  readonly totalCount: number | Promise<number>;
+  readonly page: number | null;
+  readonly limit: number;
+
+  constructor(listPage: ListPage<R>, query: ListQuery) {
+    this.nodes = listPage.rows;
+    this.pageInfo = new ListPageInfo(listPage, query);
+    this.totalCount = listPage.meta.total;
+    this.page = listPage.meta.page;
+    this.limit = listPage.meta.limit;
+  }
+
+  get edges(): { cursor: string; node: R }[] {
+    return this.pageInfo.edgesOf();
+  }
+}
+
+class ListPageInfo<R> {
+  readonly hasNextPage: boolean;
+  readonly hasPreviousPage: boolean;
+  private edgeList: { cursor: string; node: R }[] | undefined = undefined;
+
+  constructor(
+    private readonly listPage: ListPage<R>,
+    query: ListQuery,
+  ) {
+    this.hasNextPage = listPage.next !== null;
+    this.hasPreviousPage = query.cursor !== undefined || listPage.meta.page !== 1;
+  }
+
+  /** The edges, built once (not a GraphQL field of PageInfo). */
+  edgesOf(): { cursor: string; node: R }[] {
+    return (this.edgeList ??= this.listPage.rows.map((node, i) => ({
+      cursor: this.listPage.cursorAt(i),
+      node,
+    })));
+  }
+
+  // one cursor each, not the edges': a REST page reads only `next` (its last row's cursor)
+  get startCursor(): string | null {
+    const { rows } = this.listPage;
+    return rows.length > 0 ? this.listPage.cursorAt(0) : null;
+  }
+
+  get endCursor(): string | null {
+    const { rows, next } = this.listPage;
+    return next ?? (rows.length > 0 ? this.listPage.cursorAt(rows.length - 1) : null);
+  }
 }
 
 /**
@@ -148,17 +183,11 @@ async function windowPage<R extends { id: string }>(
     );
     return found.length > 0;
   };
-  const connection = connectionFromRows(
-    rows,
-    window,
-    (row) => encodeCursor(key, [row[column]], row.id),
-    {
-      totalCount: total,
-      existsBeyond: (side) =>
-        side === 'before-after'
-          ? existsAround(window.after!, 'upto')
-          : existsAround(window.before!, 'from'),
-    },
-  );
-  return Object.assign(connection, { page: null, limit: window.size });
+  return connectionFromRows(rows, window, (row) => encodeCursor(key, [row[column]], row.id), {
+    totalCount: total,
+    existsBeyond: (side) =>
+      side === 'before-after'
+        ? existsAround(window.after!, 'upto')
+        : existsAround(window.before!, 'from'),
+  });
 }

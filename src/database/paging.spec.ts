@@ -8,10 +8,12 @@ import {
   encodeCursor,
   encodeMessageCursor,
   keysetAfterSql,
+  keysetParams,
   keysetSql,
   orderBySql,
   orderKeyOf,
   pageWindow,
+  windowShape,
 } from './paging.js';
 
 const cols = { created_at: 'created_at', name: 'name' };
@@ -141,6 +143,25 @@ describe('keysetSql', () => {
       where: ['(u.name, u.id) > ($1, $2)'],
       orderBy: 'u.name ASC, u.id ASC',
     });
+  });
+});
+
+describe('keysetParams and windowShape', () => {
+  it('binds what keysetSql binds, in its order; the shape names what its text depends on', () => {
+    const after = encodeCursor('k', ['a'], 'id1');
+    const before = encodeCursor('k', ['z'], 'id9');
+    const both = pageWindow({ first: 2, after }, 'k');
+    Object.assign(both, { before: ['z', 'id9'] });
+    const params: unknown[] = [];
+    keysetSql(both, 'name', false, q, params);
+    expect(keysetParams(both)).toEqual(params);
+    expect(params).toEqual(['a', 'id1', 'z', 'id9']);
+    expect(windowShape(both)).toBe('2faz');
+    expect(windowShape(pageWindow({ last: 5, before }, 'k'))).toBe('5bz');
+    // the same shape for other positions: the text is the same, only the values differ
+    expect(windowShape(pageWindow({ first: 2, after: encodeCursor('k', ['q'], 'id5') }, 'k'))).toBe(
+      windowShape(pageWindow({ first: 2, after }, 'k')),
+    );
   });
 });
 

@@ -402,17 +402,39 @@ export function keysetSql(
   const col = alias ? `${alias}.${column}` : column;
   const id = alias ? `${alias}.id` : 'id';
   const where: string[] = [];
-  const bound = (pos: [unknown, string], op: '>' | '<') => {
-    params.push(pos[0], pos[1]);
-    where.push(`(${col}, ${id}) ${op} (${p(params.length - 1)}, ${p(params.length)})`);
+  let n = params.length + 1;
+  params.push(...keysetParams(window));
+  const bound = (op: '>' | '<') => {
+    where.push(`(${col}, ${id}) ${op} (${p(n)}, ${p(n + 1)})`);
+    n += 2;
   };
   if (window.after) {
-    bound(window.after, desc ? '<' : '>');
+    bound(desc ? '<' : '>');
   }
   if (window.before) {
-    bound(window.before, desc ? '>' : '<');
+    bound(desc ? '>' : '<');
   }
   const scanDesc = desc !== window.backward;
   const dir = scanDesc ? 'DESC' : 'ASC';
   return { where, orderBy: `${col} ${dir}, ${id} ${dir}`, limit: window.size + 1 };
+}
+
+/** The values `keysetSql` binds for `window`, in its order: `after`'s position, then `before`'s. */
+export function keysetParams(window: PageWindow): unknown[] {
+  const values: unknown[] = [];
+  if (window.after) {
+    values.push(window.after[0], window.after[1]);
+  }
+  if (window.before) {
+    values.push(window.before[0], window.before[1]);
+  }
+  return values;
+}
+
+/**
+ * What `keysetSql`'s text depends on in `window` (its size and which bounds it has, not their
+ * values): with the column and order, the key of a text built once (`SqlTexts`).
+ */
+export function windowShape(window: PageWindow): string {
+  return `${window.size}${window.backward ? 'b' : 'f'}${window.after ? 'a' : ''}${window.before ? 'z' : ''}`;
 }

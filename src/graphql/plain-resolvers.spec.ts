@@ -4,9 +4,13 @@ import { PlainResolvers } from './plain-resolvers.js';
 
 const SDL = `
   input Filter { name: String }
+  enum Field { NAME, AGE }
+  enum Direction { ASC, DESC }
+  input Order { field: Field!, direction: Direction = ASC }
   type Query {
     echo(text: String, times: Int): String
     filtered(filter: Filter): String
+    ordered(orderBy: Order): String
   }
 `;
 
@@ -28,7 +32,17 @@ describe('PlainResolvers', () => {
     });
   });
 
-  it('fails at boot for an unknown field or one taking an input object', () => {
+  it('takes an input object of enums only: GraphQL coerces it whole', async () => {
+    const plain = new PlainResolvers();
+    plain.register('Query', 'ordered', (_root, args) => JSON.stringify(args.orderBy));
+    const schema = plain.apply(buildSchema(SDL));
+    const ok = await graphql({ schema, source: '{ ordered(orderBy: { field: AGE }) }' });
+    expect(ok).toEqual({ data: { ordered: '{"field":"AGE","direction":"ASC"}' } });
+    const bad = await graphql({ schema, source: '{ ordered(orderBy: { field: "AGE" }) }' });
+    expect(bad.errors?.[0]?.message).toMatch(/Enum "Field" cannot represent non-enum value/);
+  });
+
+  it('fails at boot for an unknown field or one taking an input object with other fields', () => {
     const unknown = new PlainResolvers();
     unknown.register('Query', 'nothing', () => null);
     expect(() => unknown.apply(buildSchema(SDL))).toThrow('no field Query.nothing');

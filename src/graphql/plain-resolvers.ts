@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import {
   getNamedType,
+  isEnumType,
+  isInputObjectType,
   isLeafType,
   isObjectType,
+  type GraphQLArgument,
   type GraphQLFieldResolver,
   type GraphQLSchema,
 } from 'graphql';
@@ -15,15 +18,17 @@ export type PlainResolver = GraphQLFieldResolver<unknown, GqlContext, Record<str
 /**
  * Resolvers that graphql-js calls as they are, without Nest's per-call pipeline (~10 µs per call
  * under load: parameter building, the global pipe on every parameter, guards and the exception zone
- * on root fields; docs/performance.md). Only for hot fields whose arguments are all scalars or enums,
- * registered by name in the resolver's constructor next to the `@Query`/`@ResolveField` method that
+ * on root fields; docs/performance.md). Only for hot fields whose arguments are all scalars, enums or
+ * input objects of enums only (`UserOrder`: GraphQL's own coercion is all their check), registered by
+ * name in the resolver's constructor next to the `@Query`/`@ResolveField` method that
  * declares the field (which stays the schema's source and Nest's path elsewhere):
  *
  *   plain.register('User', 'posts', (user, args, ctx) => this.posts(user, ctx, args.first, args.after));
  *
  * Applied to the built schema (`transformSchema`, before `@auth` wraps the root fields): the string
  * arguments get the global pipe's text check first, as through Nest. A field that does not exist,
- * or has an argument that is an input object (the global pipe validates those), fails the boot.
+ * or has an argument that is an input object with a field other than an enum (the global pipe
+ * validates those), fails the boot.
  */
 @Injectable()
 export class PlainResolvers {
@@ -41,7 +46,7 @@ export class PlainResolvers {
       if (!field) {
         throw new Error(`PlainResolvers: no field ${name} in the schema`);
       }
-      const inputs = field.args.filter((a) => !isLeafType(getNamedType(a.type)));
+      const inputs = field.args.filter((a) => !checkedByGraphql(a));
       if (inputs.length > 0) {
         throw new Error(`PlainResolvers: ${name} takes an input object (${inputs[0].name})`);
       }
@@ -60,4 +65,14 @@ export class PlainResolvers {
     }
     return schema;
   }
+}
+
+/** An argument GraphQL's coercion checks whole: a scalar, an enum, or an input object of enums. */
+function checkedByGraphql(arg: GraphQLArgument): boolean {
+  const type = getNamedType(arg.type);
+  return (
+    isLeafType(type) ||
+    (isInputObjectType(type) &&
+      Object.values(type.getFields()).every((f) => isEnumType(getNamedType(f.type))))
+  );
 }

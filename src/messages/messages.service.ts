@@ -118,10 +118,7 @@ export class MessagesService {
           existsBeyond: async () => window.after !== undefined,
         },
       );
-      return mapPage(
-        Object.assign(connection, { page: null, limit: window.size }),
-        (n) => n.message,
-      );
+      return mapPage(connection, (n) => n.message);
     });
   }
 

@@ -136,7 +136,7 @@ export class OrdersService {
       if (refused) {
         return refused;
       }
-      const connection = connectionFromRows(
+      return connectionFromRows(
         pages.get(userId) ?? [],
         window,
         (o) => encodeCursor(USER_ORDERS_KEY, [o.createdAt], o.id),
@@ -146,7 +146,6 @@ export class OrdersService {
           existsBeyond: async () => window.after !== undefined,
         },
       );
-      return Object.assign(connection, { page: null, limit: window.size });
     });
   }
 

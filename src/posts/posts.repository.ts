@@ -2,7 +2,14 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ListQuery, Page } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
-import { keysetSql, listPage, type PageWindow } from '../database/paging.js';
+import {
+  keysetParams,
+  keysetSql,
+  listPage,
+  windowShape,
+  type PageWindow,
+} from '../database/paging.js';
+import { SqlTexts } from '../database/sql-texts.js';
 import { searchRows } from '../database/search-index.js';
 import type { Post } from '../domain/post.js';
 import { POST_COLUMNS, postFromRow, type PostRow } from './posts.row.js';
@@ -16,6 +23,9 @@ const SORT_COLUMNS = { created_at: 'created_at', updated_at: 'updated_at', title
  */
 @Injectable()
 export class PostsRepository {
+  /** The batched statements' texts, by how many authors they read (sql-texts.ts). */
+  private readonly texts = new SqlTexts();
+
   constructor(private readonly db: DatabaseService) {}
 
   private p(n: number): string {
@@ -91,18 +101,26 @@ export class PostsRepository {
     if (authorIds.length === 0) {
       return [];
     }
+    const bounds = keysetParams(window);
+    const params: unknown[] = [];
+    for (const authorId of authorIds) {
+      params.push(authorId, ...bounds);
+    }
     // one LIMITed index range per author, glued with UNION ALL: the cost is the page size per
     // author, however many posts an author has (a window function would number all of them)
-    const params: unknown[] = [];
-    const parts = authorIds.map((authorId, i) => {
-      params.push(authorId);
-      const author = this.p(params.length);
-      const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), params);
-      const where = [`author_id = ${author}`, 'deleted_at IS NULL', ...ks.where].join(' AND ');
-      return `SELECT * FROM (SELECT ${POST_COLUMNS} FROM posts WHERE ${where}
+    const sql = this.texts.get(`page:${authorIds.length}:${windowShape(window)}`, () => {
+      const numbered: unknown[] = [];
+      const parts = authorIds.map((authorId, i) => {
+        numbered.push(authorId);
+        const author = this.p(numbered.length);
+        const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), numbered);
+        const where = [`author_id = ${author}`, 'deleted_at IS NULL', ...ks.where].join(' AND ');
+        return `SELECT * FROM (SELECT ${POST_COLUMNS} FROM posts WHERE ${where}
                 ORDER BY ${ks.orderBy} LIMIT ${ks.limit}) a${i}`;
+      });
+      return parts.join(' UNION ALL ');
     });
-    const rows = await this.db.query<PostRow>(parts.join(' UNION ALL '), params);
+    const rows = await this.db.query<PostRow>(sql, params);
     return rows.map(postFromRow);
   }
 
@@ -114,17 +132,21 @@ export class PostsRepository {
     if (authorIds.length === 0) {
       return new Set();
     }
-    // one LIMIT 1 probe of the author's index range each (DISTINCT would read every earlier post)
     const params: unknown[] = [];
-    const parts = authorIds.map((authorId, i) => {
+    for (const authorId of authorIds) {
       params.push(authorId, position[0], position[1]);
-      const [a, v, id] = [params.length - 2, params.length - 1, params.length].map((n) =>
-        this.p(n),
-      );
-      return `SELECT * FROM (SELECT author_id FROM posts WHERE author_id = ${a} AND deleted_at IS NULL
+    }
+    // one LIMIT 1 probe of the author's index range each (DISTINCT would read every earlier post)
+    const sql = this.texts.get(`upto:${authorIds.length}`, () =>
+      authorIds
+        .map((_, i) => {
+          const [a, v, id] = [3 * i + 1, 3 * i + 2, 3 * i + 3].map((n) => this.p(n));
+          return `SELECT * FROM (SELECT author_id FROM posts WHERE author_id = ${a} AND deleted_at IS NULL
                 AND (created_at, id) <= (${v}, ${id}) LIMIT 1) a${i}`;
-    });
-    const rows = await this.db.query<{ author_id: string }>(parts.join(' UNION ALL '), params);
+        })
+        .join(' UNION ALL '),
+    );
+    const rows = await this.db.query<{ author_id: string }>(sql, params);
     return new Set(rows.map((r) => r.author_id));
   }
 

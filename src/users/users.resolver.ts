@@ -69,6 +69,19 @@ export class UsersResolver {
     nodes.register('user', 'User', (ctx, id) => this.service.get(callerOf(ctx), id));
     // the hottest root field: without Nest's per-call pipeline (plain-resolvers.ts)
     plain.register('Query', 'user', (_root, args, ctx) => this.user(args.id as string, ctx));
+    // the page of users: its arguments are scalars, enums and UserOrder (enums only)
+    plain.register('Query', 'users', (_root, args, ctx) =>
+      this.users(
+        ctx,
+        args.first as number | null | undefined,
+        args.after as string | null | undefined,
+        args.last as number | null | undefined,
+        args.before as string | null | undefined,
+        args.role as Role | null | undefined,
+        args.orderBy as UserOrder | null | undefined,
+        args.query as string | null | undefined,
+      ),
+    );
   }
 
   @Query(() => UserModel, { nullable: true })
