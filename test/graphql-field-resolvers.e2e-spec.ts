@@ -1,3 +1,5 @@
+import { GraphQLSchemaHost } from '@nestjs/graphql';
+import type { GraphQLObjectType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gql } from './graphql-client.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startApp, type TestApp } from './helpers/app.js';
@@ -39,6 +41,36 @@ describe('GraphQL field resolution', () => {
 
   afterAll(async () => {
     await t?.close();
+  });
+
+  it('leaves data fields without a resolver; fields whose value may be a promise keep one', () => {
+    // Nest gives every @Field a property-read resolver; plainDataFields (src/graphql/data-fields.ts)
+    // drops it, so compiled execution reads the property inline. Fails if a Nest upgrade renames
+    // or reshapes that resolver (the drop would silently stop).
+    const schema = t.app.get(GraphQLSchemaHost).schema;
+    const field = (type: string, name: string) =>
+      (schema.getType(type) as GraphQLObjectType).getFields()[name];
+    for (const [type, name] of [
+      ['User', 'id'],
+      ['User', 'name'],
+      ['User', 'age'],
+      ['Post', 'title'],
+      ['UserConnection', 'nodes'],
+      ['UserConnection', 'edges'],
+      ['UserEdge', 'cursor'],
+      ['PageInfo', 'endCursor'],
+    ]) {
+      expect(field(type, name).resolve, `${type}.${name}`).toBeUndefined();
+    }
+    for (const [type, name] of [
+      ['PostConnection', 'totalCount'],
+      ['PageInfo', 'hasNextPage'],
+      ['PageInfo', 'hasPreviousPage'],
+      ['User', 'posts'],
+      ['User', 'email'],
+    ]) {
+      expect(field(type, name).resolve, `${type}.${name}`).toBeTypeOf('function');
+    }
   });
 
   it('serves plain properties: User.age, Post.content (= body), Message.cursor', async () => {

@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
-import { Directive, Field, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
+import { Directive, Extensions, Field, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
+import { MAY_BE_PROMISE } from './data-fields.js';
 
 /**
  * Relay connection types (https://relay.dev/graphql/connections.htm). Their values (cursors, keyset
@@ -17,10 +18,13 @@ registerEnumType(OrderDirection, { name: 'OrderDirection' });
 @Directive('@auth(scopes: [])')
 @Directive('@cacheControl(inheritMaxAge: true)')
 export class PageInfo {
+  // both may be a promise: the extra statement runs only when selected (connection-value.ts)
   @Field()
+  @Extensions({ [MAY_BE_PROMISE]: true })
   hasNextPage!: boolean;
 
   @Field()
+  @Extensions({ [MAY_BE_PROMISE]: true })
   hasPreviousPage!: boolean;
 
   @Field(() => String, { nullable: true })
@@ -64,7 +68,9 @@ export function Connection<T>(nodeType: Type<T>, nodeName = nodeType.name) {
     @Field(() => PageInfo)
     pageInfo!: PageInfo;
 
+    // may be a promise: the counters are read only when selected (connection-value.ts)
     @Field(() => Int, { description: 'Items matching the filters, across all pages.' })
+    @Extensions({ [MAY_BE_PROMISE]: true })
     totalCount!: number;
   }
   return ConnectionType;

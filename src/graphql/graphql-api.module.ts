@@ -32,6 +32,7 @@ import { UpgradeRefusals } from './upgrade-refusals.js';
 import { registerLandingPage, selfHostedGraphiql } from './landing-page.js';
 import { NodeResolver } from './node.resolver.js';
 import { NodeRegistry } from './node.js';
+import { plainDataFields } from './data-fields.js';
 import { PlainResolvers } from './plain-resolvers.js';
 import { registerGraphqlPreHandler, requestLimits } from './request-limits.js';
 import { guardLargeFields } from './response-size.js';
@@ -64,9 +65,10 @@ function apolloOptions(
       directives: [cacheControlDirective, costDirective],
       numberScalarMode: 'integer',
     },
-    // the plain resolvers of hot fields first (plain-resolvers.ts), then @auth wraps the root fields
+    // data fields lose Nest's property-read resolvers (data-fields.ts), the plain resolvers of hot
+    // fields are set (plain-resolvers.ts), then @auth wraps the root fields
     transformSchema: (schema) => {
-      const served = withAuthDirective(plain.apply(schema));
+      const served = withAuthDirective(plain.apply(plainDataFields(schema)));
       // GRAPHQL_FEDERATION: also an Apollo Federation 2 subgraph (federation/subgraph.ts)
       const federated = config.graphqlFederation ? asSubgraph(served, nodes) : served;
       return guardLargeFields(authDirectiveTransformer(federated));
