@@ -237,6 +237,25 @@ describe('orders over GraphQL', () => {
       ]);
     });
 
+    it('pages a status filter with a cursor (status and position bound together)', async () => {
+      const p1 = await gql(t.url, admin, Q, { id: carol.id, status: 'PAID', first: 1 });
+      expectNoErrors(p1);
+      expect(p1.data.user.orders.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([
+        ids[1],
+      ]);
+      const p2 = await gql(t.url, admin, Q, {
+        id: carol.id,
+        status: 'PAID',
+        first: 1,
+        after: p1.data.user.orders.pageInfo.endCursor,
+      });
+      expectNoErrors(p2);
+      expect(p2.data.user.orders.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([
+        ids[4],
+      ]);
+      expect(p2.data.user.orders.pageInfo.hasNextPage).toBe(false);
+    });
+
     it('nulls the field with FORBIDDEN for another USER, keeping the rest of the data', async () => {
       const res = await gql(t.url, as(bob), Q, { id: carol.id });
       expect(res.data.user.name).toBe(carol.body.name);

@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import type { ListQuery } from '../common/list-query.js';
 import { DatabaseService } from '../database/database.service.js';
 import { restPage } from '../database/page-reader.js';
+import { SqlTexts } from '../database/sql-texts.js';
 import type { PageValue } from '../database/connection-value.js';
 import type { Message } from '../domain/message.js';
 import { MESSAGE_COLUMNS, messageFromRow, type MessageRow } from './messages.row.js';
@@ -16,6 +17,9 @@ const SORT_COLUMNS = { created_at: 'seq' };
  */
 @Injectable()
 export class MessagesRepository {
+  /** The batched statements' texts, by how many rooms they read (sql-texts.ts). */
+  private readonly texts = new SqlTexts();
+
   constructor(private readonly db: DatabaseService) {}
 
   private p(n: number): string {
@@ -62,21 +66,30 @@ export class MessagesRepository {
     if (roomIds.length === 0) {
       return [];
     }
-    // one LIMITed range of (room_id, seq) per room, glued with UNION ALL: the cost is the page size
-    // per room, however many messages a room has (a window function would number all of them)
     const params: unknown[] = [];
-    const parts = roomIds.map((roomId, i) => {
-      params.push(roomId);
-      let where = `room_id = ${this.p(params.length)}`;
-      if (opts.afterSeq !== undefined) {
-        params.push(opts.afterSeq);
-        where += ` AND seq > ${this.p(params.length)}`;
-      }
-      params.push(opts.size + 1);
-      return `SELECT * FROM (SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where}
-                ORDER BY seq ASC LIMIT ${this.p(params.length)}) r${i}`;
+    for (const roomId of roomIds) {
+      params.push(roomId, ...(opts.afterSeq !== undefined ? [opts.afterSeq] : []), opts.size + 1);
+    }
+    // one LIMITed range of (room_id, seq) per room, glued with UNION ALL: the cost is the page size
+    // per room, however many messages a room has (a window function would number all of them); the
+    // text depends on how many rooms, and on whether a position is bound (sql-texts.ts)
+    const shape = `first:${roomIds.length}:${opts.afterSeq !== undefined ? 'a' : ''}`;
+    const sql = this.texts.get(shape, () => {
+      const numbered: unknown[] = [];
+      const parts = roomIds.map((roomId, i) => {
+        numbered.push(roomId);
+        let where = `room_id = ${this.p(numbered.length)}`;
+        if (opts.afterSeq !== undefined) {
+          numbered.push(opts.afterSeq);
+          where += ` AND seq > ${this.p(numbered.length)}`;
+        }
+        numbered.push(opts.size + 1);
+        return `SELECT * FROM (SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where}
+                ORDER BY seq ASC LIMIT ${this.p(numbered.length)}) r${i}`;
+      });
+      return parts.join(' UNION ALL ');
     });
-    const rows = await this.db.query<MessageRow>(parts.join(' UNION ALL '), params);
+    const rows = await this.db.query<MessageRow>(sql, params);
     return rows.map((row) => ({ message: messageFromRow(row), seq: Number(row.seq) }));
   }
 

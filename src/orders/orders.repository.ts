@@ -2,11 +2,13 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
   keysetAfterSql,
+  keysetParams,
   keysetSql,
   orderBySql,
   releaseBatch,
   type PageWindow,
 } from '../database/paging.js';
+import { SqlTexts } from '../database/sql-texts.js';
 import type { ListQuery, SortTerm } from '../common/list-query.js';
 import { restPage } from '../database/page-reader.js';
 import type { PageValue } from '../database/connection-value.js';
@@ -42,6 +44,9 @@ const EXPORT_BATCH = 500;
  */
 @Injectable()
 export class OrdersRepository {
+  /** The batched statements' texts, by how many users they read (sql-texts.ts). */
+  private readonly texts = new SqlTexts();
+
   constructor(private readonly db: DatabaseService) {}
 
   private p(n: number): string {
@@ -87,23 +92,33 @@ export class OrdersRepository {
     if (userIds.length === 0) {
       return [];
     }
-    // one LIMITed index range per user, glued with UNION ALL: the cost is the page size per user,
-    // however many orders a user has (a window function would number all of them)
+    const window = { size: opts.size, backward: false, after: opts.after };
+    const bounds = keysetParams(window);
     const params: unknown[] = [];
-    const parts = userIds.map((userId, i) => {
-      params.push(userId);
-      const where = [`user_id = ${this.p(params.length)}`];
-      if (opts.status) {
-        params.push(opts.status);
-        where.push(`status = ${this.p(params.length)}`);
-      }
-      const window = { size: opts.size, backward: false, after: opts.after };
-      const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), params);
-      params.push(ks.limit);
-      return `SELECT * FROM (SELECT ${ORDER_COLUMNS} FROM orders WHERE ${[...where, ...ks.where].join(' AND ')}
-                ORDER BY ${ks.orderBy} LIMIT ${this.p(params.length)}) u${i}`;
+    for (const userId of userIds) {
+      params.push(userId, ...(opts.status ? [opts.status] : []), ...bounds, window.size + 1);
+    }
+    // one LIMITed index range per user, glued with UNION ALL: the cost is the page size per user,
+    // however many orders a user has (a window function would number all of them); the text
+    // depends on how many users, and on whether a status and a position are bound (sql-texts.ts)
+    const shape = `first:${userIds.length}:${opts.status ? 's' : ''}${opts.after ? 'a' : ''}`;
+    const sql = this.texts.get(shape, () => {
+      const numbered: unknown[] = [];
+      const parts = userIds.map((userId, i) => {
+        numbered.push(userId);
+        const where = [`user_id = ${this.p(numbered.length)}`];
+        if (opts.status) {
+          numbered.push(opts.status);
+          where.push(`status = ${this.p(numbered.length)}`);
+        }
+        const ks = keysetSql(window, 'created_at', false, (n) => this.p(n), numbered);
+        numbered.push(ks.limit);
+        return `SELECT * FROM (SELECT ${ORDER_COLUMNS} FROM orders WHERE ${[...where, ...ks.where].join(' AND ')}
+                ORDER BY ${ks.orderBy} LIMIT ${this.p(numbered.length)}) u${i}`;
+      });
+      return parts.join(' UNION ALL ');
     });
-    const rows = await this.db.query<OrderRow>(parts.join(' UNION ALL '), params);
+    const rows = await this.db.query<OrderRow>(sql, params);
     return rows.map(orderFromRow);
   }
 
