@@ -1,5 +1,8 @@
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { firstConnection } from '../src/redis/redis.module.js';
+import { freePort } from './helpers/rate-limit.js';
 import { waitFor } from './helpers/wait.js';
 import { startApp, usingRedis, type TestApp } from './helpers/app.js';
 import { request } from './helpers/http.js';
@@ -93,19 +96,50 @@ async function readyUntil(t: TestApp, redis: 'up' | 'down', ms = 10_000) {
 }
 
 /** A local port with nothing listening on it (Redis "down": connections refused). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+const closedPort = freePort;
 
 async function timedStart(env: Record<string, string>) {
   const started = performance.now();
   const t = await startApp(env);
   return { t, ms: performance.now() - started };
 }
+
+// the boot-time wait on Redis (firstConnection, src/redis/redis.module.ts): one failed attempt, not
+// the whole wait, and nothing more for a client already waiting to reconnect
+describe('firstConnection', () => {
+  let client: Redis | undefined;
+  afterEach(() => client?.disconnect());
+
+  function refused(port: number): Redis {
+    // the application's reconnect schedule: 200 ms, 400 ms, ... up to 2 s
+    client = new Redis(`redis://127.0.0.1:${port}`, {
+      retryStrategy: (times) => Math.min(times * 200, 2_000),
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    });
+    client.on('error', () => undefined);
+    return client;
+  }
+
+  it('answers false when the first attempt is refused', async () => {
+    const c = refused(await closedPort());
+    await expect(firstConnection(c, 5_000)).resolves.toBe(false);
+  });
+
+  it('answers false at once when the first attempt was refused before it was asked', async () => {
+    const c = refused(await closedPort());
+    await new Promise((resolve) => c.once('close', resolve));
+    const asked = performance.now();
+    await expect(firstConnection(c, 5_000)).resolves.toBe(false);
+    // not after the next attempt (200 ms later, then 400 ms...)
+    expect(performance.now() - asked).toBeLessThan(50);
+  });
+
+  it.runIf(usingRedis)('answers true once connected (needs REDIS_URL)', async () => {
+    client = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 0 });
+    await expect(firstConnection(client, 5_000)).resolves.toBe(true);
+  });
+});
 
 describe('Redis down at boot', () => {
   // a timing comparison of boots: on a loaded CI machine one set of boots can run seconds slow
