@@ -30,12 +30,14 @@ const PATCHES = [
     file: 'dist/esm/requestPipeline.js',
     // a query's SHA-256 remembered by its text (texts up to 4 KB, at most 512 kept)
     applied: 'let hash = queryHashes.get(query);',
+    bounded: ['if (query.length > 4096) {', 'if (queryHashes.size >= 512) {'],
   },
   {
     pkg: '@apollo/server',
     file: 'dist/esm/ApolloServer.js',
     // the single result's content type negotiated once per Accept value (at most 256 kept)
     applied: 'let chosen = singleResultContentTypes.get(acceptHeader);',
+    bounded: ['if (singleResultContentTypes.size >= 256) {'],
   },
   {
     pkg: '@apollo/utils.createhash',
@@ -72,6 +74,16 @@ describe('patches/ (patch-package)', () => {
     const text = readFileSync(join(ROOT, 'node_modules', pkg, file), 'utf8');
     expect(text).toContain(applied);
   });
+
+  it.each(PATCHES.filter((p) => p.bounded))(
+    '$pkg: what the patch remembers is bounded ($applied)',
+    ({ pkg, file, bounded }) => {
+      const text = readFileSync(join(ROOT, 'node_modules', pkg, file), 'utf8');
+      for (const bound of bounded ?? []) {
+        expect(text).toContain(bound);
+      }
+    },
+  );
 
   it('package.json applies the patches on install', () => {
     const json = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
